@@ -1,0 +1,47 @@
+# Agora: two commands do everything on a fresh machine.
+#   make run   - create .venv, install, migrate, load the bundled libraries, serve on :8000
+#   make test  - create .venv with the test tools, run the whole suite
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+venv: $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+
+dev-venv: $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+
+migrate: venv
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py load_libraries
+
+run: migrate
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+superuser: venv
+	$(BIN)/python manage.py createsuperuser
+
+test: dev-venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: dev-venv
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: dev-venv
+	$(BIN)/python bench/run.py
+
+# Debian packages the browser and service tests use (CI runs this as root before `make test`).
+system-deps:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache

@@ -1,0 +1,235 @@
+"""Persona libraries: who speaks, what they hold against each other, and which pairs meet.
+
+A persona holds only *who it is* (the purity rule of PROTOCOLS.md); the question reaches it at run
+time through the task decorator, so nothing here may name a particular debate question.
+"""
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+
+SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+slug_validator = RegexValidator(SLUG_PATTERN, _("Lowercase letters, digits and single hyphens."))
+
+# The protocol maximum for duel rounds when a library sets none (README: "Formats").
+DEFAULT_ROUNDS = 4
+MAX_ROUNDS = 8
+
+
+def pair_key(slug_a: str, slug_b: str) -> str:
+    """The seed's pair key: sort first, then join. Slugs may contain '-', so never split a key."""
+    first, second = sorted((slug_a, slug_b))
+    return f"{first}-vs-{second}"
+
+
+class Format(models.TextChoices):
+    DUEL = "duel", _("Duel")
+    PANEL = "panel", _("Panel")
+    ROUNDTABLE = "roundtable", _("Roundtable")
+    MODERATED = "moderated", _("Moderated")
+
+
+class Library(models.Model):
+    slug = models.SlugField(unique=True, validators=[slug_validator])
+    name = models.CharField(_("name"), max_length=200)
+    format = models.CharField(_("format"), max_length=20, choices=Format.choices)
+    description = models.TextField(_("description"), blank=True)
+    # Format-level defaults, e.g. {"default_rounds": 4, "max_rounds": 8} for duels.
+    protocol = models.JSONField(_("protocol"), default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("library")
+        verbose_name_plural = _("libraries")
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(format__in=Format.values), name="library_format_known"
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def default_rounds(self) -> int:
+        return int(self.protocol.get("default_rounds", DEFAULT_ROUNDS))
+
+    @property
+    def max_rounds(self) -> int:
+        return int(self.protocol.get("max_rounds", MAX_ROUNDS))
+
+
+class Persona(models.Model):
+    class Kind(models.TextChoices):
+        DEBATER = "debater", _("Debater")
+        HOST = "host", _("Host")
+        MODERATOR = "moderator", _("Moderator")
+
+    class Tier(models.TextChoices):
+        NONE = "", _("—")
+        STANCE = "l1", _("L1 stance")
+        EXPERT = "l2", _("L2 expert")
+        CHARACTER = "l3", _("L3 character")
+        MASTER = "master", _("Master")
+        PANEL_ROLE = "panel", _("Panel role")
+
+    library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="personas")
+    slug = models.CharField(_("slug"), max_length=80, unique=True, validators=[slug_validator])
+    name = models.CharField(_("display name"), max_length=120)
+    kind = models.CharField(_("kind"), max_length=12, choices=Kind.choices, default=Kind.DEBATER)
+    tier = models.CharField(_("tier"), max_length=8, choices=Tier.choices, blank=True)
+    # The panel's English role id (divergent, convergent, …) or a stance id; free otherwise.
+    role = models.CharField(_("role"), max_length=40, blank=True)
+    tradition = models.CharField(_("tradition"), max_length=80, blank=True)
+    keywords = models.JSONField(_("keywords"), default=list, blank=True)
+    description = models.CharField(_("short description"), max_length=300, blank=True)
+    description_en = models.CharField(_("English one-line description"), max_length=300, blank=True)
+    cognitive_frame = models.TextField(_("cognitive frame"), blank=True)
+    knowledge_domain = models.TextField(_("knowledge domain"), blank=True)
+    decision_preferences = models.TextField(_("decision preferences"), blank=True)
+    adversarial_rules = models.TextField(_("adversarial rules"), blank=True)
+    expression_style = models.TextField(_("expression style"), blank=True)
+    veto_right = models.BooleanField(_("veto right"), default=False)
+    preferred_model = models.CharField(_("preferred model"), max_length=120, blank=True)
+    # Moderated-format manifest fields (debate-moderator seed): schema type and density score.
+    schema_type = models.CharField(_("schema type"), max_length=40, blank=True)
+    density_score = models.FloatField(_("density score"), null=True, blank=True)
+    source = models.CharField(
+        _("source"), max_length=40, default="bundled", help_text=_("bundled or external-import")
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    TEXT_FIELDS = (
+        "cognitive_frame",
+        "knowledge_domain",
+        "decision_preferences",
+        "adversarial_rules",
+        "expression_style",
+    )
+
+    class Meta:
+        verbose_name = _("persona")
+        verbose_name_plural = _("personas")
+        ordering = ["library__slug", "slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(slug__regex=SLUG_PATTERN), name="persona_slug_format"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["debater", "host", "moderator"]), name="persona_kind_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(tier__in=["", "l1", "l2", "l3", "master", "panel"]),
+                name="persona_tier_known",
+            ),
+            # Hosts and moderators hold procedural power only: no tier, no veto.
+            models.CheckConstraint(
+                condition=Q(kind="debater") | (Q(tier="") & Q(veto_right=False)),
+                name="persona_host_does_not_debate",
+            ),
+            models.CheckConstraint(
+                condition=Q(density_score__isnull=True)
+                | Q(density_score=-1)
+                | Q(density_score__gte=0, density_score__lte=10),
+                name="persona_density_range",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.slug})"
+
+    def persona_text(self) -> str:
+        """The persona proper, in the five headed parts every format's prompt carries."""
+        labels = {
+            "cognitive_frame": "认知框架 Cognitive frame",
+            "knowledge_domain": "知识域 Knowledge domain",
+            "decision_preferences": "决策偏好 Decision preferences",
+            "adversarial_rules": "对抗规则 Adversarial rules",
+            "expression_style": "表达风格 Expression style",
+        }
+        parts = [f"## {labels[f]}\n{getattr(self, f).strip()}" for f in self.TEXT_FIELDS if getattr(self, f).strip()]
+        return "\n\n".join(parts)
+
+
+class CrossCritique(models.Model):
+    """What `source` holds against `target`. Directed: A→B and B→A are separate entries."""
+
+    source = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="critiques_given")
+    target = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="critiques_received")
+    point = models.TextField(_("point"))
+    citation = models.CharField(_("source / citation"), max_length=300)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = _("cross-critique entry")
+        verbose_name_plural = _("cross-critique entries")
+        ordering = ["source__slug", "target__slug", "order", "id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(source=F("target")), name="critique_not_self"),
+            models.CheckConstraint(condition=~Q(point=""), name="critique_point_required"),
+            models.CheckConstraint(condition=~Q(citation=""), name="critique_citation_required"),
+        ]
+
+    def __str__(self):
+        return f"{self.source.slug} → {self.target.slug}"
+
+
+class PairingRule(models.Model):
+    """Topic keywords that call two personas to a duel, optionally with their own round count."""
+
+    library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="pairing_rules")
+    label = models.CharField(_("label"), max_length=200, blank=True)
+    keywords = models.JSONField(_("topic keywords"), default=list)
+    persona_a = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    persona_b = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
+    pair_key = models.CharField(_("pair key"), max_length=170, editable=False)
+    default_rounds = models.PositiveSmallIntegerField(
+        _("rounds for this pair"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_ROUNDS)],
+    )
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = _("pairing rule")
+        verbose_name_plural = _("pairing rules")
+        ordering = ["library__slug", "order", "id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(persona_a=F("persona_b")), name="pairing_two_personas"),
+            models.UniqueConstraint(fields=["library", "pair_key"], name="pairing_unique_pair"),
+            models.CheckConstraint(
+                condition=Q(default_rounds__isnull=True) | Q(default_rounds__gte=1),
+                name="pairing_rounds_positive",
+            ),
+        ]
+
+    def __str__(self):
+        return self.label or self.pair_key
+
+    def save(self, *args, **kwargs):
+        self.pair_key = pair_key(self.persona_a.slug, self.persona_b.slug)
+        super().save(*args, **kwargs)
+
+
+class DomainTemplate(models.Model):
+    """A roundtable scene template: domain keywords that recommend a set of roles."""
+
+    library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="domain_templates")
+    slug = models.SlugField(validators=[slug_validator])
+    name = models.CharField(_("name"), max_length=200)
+    keywords = models.JSONField(_("domain keywords"), default=list)
+    roles = models.ManyToManyField(Persona, related_name="domain_templates", verbose_name=_("roles"))
+
+    class Meta:
+        verbose_name = _("domain template")
+        verbose_name_plural = _("domain templates")
+        ordering = ["library__slug", "slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["library", "slug"], name="template_unique_slug"),
+        ]
+
+    def __str__(self):
+        return self.name
