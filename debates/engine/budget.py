@@ -1,0 +1,78 @@
+"""The token ledger: every turn's tokens, exact where the server reports usage, flagged where not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class LedgerEntry:
+    key: str
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Ledger:
+    """Sums per turn. `cap` (tokens) makes `exceeded` true once spending passes it; the turns that
+    are exempt (the panel's baseline measurement) are charged but do not count against the cap."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = cap
+        self.entries: dict[str, LedgerEntry] = {}
+        self.exempt: set[str] = set()
+
+    def charge(self, key: str, prompt_tokens: int, completion_tokens: int, *, estimated=False, exempt=False):
+        # A key charged twice (a turn sent back once) accumulates: both calls were paid for.
+        entry = self.entries.get(key)
+        if entry is None:
+            self.entries[key] = LedgerEntry(key, prompt_tokens, completion_tokens, estimated)
+        else:
+            entry.prompt_tokens += prompt_tokens
+            entry.completion_tokens += completion_tokens
+            entry.estimated = entry.estimated or estimated
+        if exempt:
+            self.exempt.add(key)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(e.prompt_tokens for e in self.entries.values())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(e.completion_tokens for e in self.entries.values())
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def counted(self) -> int:
+        """Tokens that count against the cap."""
+        return sum(e.total for k, e in self.entries.items() if k not in self.exempt)
+
+    @property
+    def estimated(self) -> bool:
+        return any(e.estimated for e in self.entries.values())
+
+    @property
+    def exceeded(self) -> bool:
+        return self.cap is not None and self.counted > self.cap
+
+    def as_dict(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total": self.total,
+            "cap": self.cap,
+            "counted_against_cap": self.counted,
+            "estimated": self.estimated,
+            "turns": {
+                k: {"prompt": e.prompt_tokens, "completion": e.completion_tokens, "estimated": e.estimated}
+                for k, e in self.entries.items()
+            },
+        }

@@ -1,0 +1,241 @@
+"""Duel (master-debate): two personas, each turn a fresh isolated call.
+
+A turn carries only the speaker's persona, the question, the opponent's current position summary
+(at most 80 characters) and the speaker's own ammunition against that opponent: never the
+opponent's raw text and never earlier drafts, so a position cannot be contaminated by the other's
+wording. The orchestrator (this module) keeps `round_summaries` and decides when to stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from debates.engine.prompts import TaskDecorator, compose, domain_bridge, stop_before
+from debates.engine.report import ReportBuilder
+from debates.engine.spec import CritiqueSpec, DebateSpec, PairingRuleSpec, PersonaSpec
+from debates.engine.text import field_value, similarity
+from debates.engine.turns import DebateAborted, DebateContext, TurnPlan
+
+SUMMARY_LIMIT = 80
+DEFAULT_ROUNDS = 4
+MAX_ROUNDS = 8
+SPEECH_TOKENS = 420
+CLOSE_TOKENS = 700
+# Positions "stop moving" when both speakers say so, or their summaries barely change.
+STILL_SIMILARITY = 0.8
+DISCLAIMER = (
+    "> 本对话依据历史文献与公开资料生成，对比旨在展现多元视角，不评判优劣。所有教义断言附出处。\n"
+    "> This dialogue is generated from historical texts and public sources; the comparison shows "
+    "plural perspectives and ranks none."
+)
+ONE_SIDED_WARNING = "⚠️ 本配对 cross-critique 未双向覆盖，对辩力度可能降级。Cross-critique coverage is one-sided."
+
+
+def pair_key(slug_a: str, slug_b: str) -> str:
+    """Sort, then join. Slugs may contain '-', so a key is never split back into slugs."""
+    first, second = sorted((slug_a, slug_b))
+    return f"{first}-vs-{second}"
+
+
+@dataclass(frozen=True)
+class Pairing:
+    a: PersonaSpec
+    b: PersonaSpec
+    how: str  # explicit | rule | keywords
+    rule: PairingRuleSpec | None = None
+
+    @property
+    def key(self) -> str:
+        return pair_key(self.a.slug, self.b.slug)
+
+
+def keyword_score(persona: PersonaSpec, question: str) -> int:
+    low = question.lower()
+    return sum(1 for keyword in persona.keywords if keyword and keyword.lower() in low)
+
+
+def choose_pair(
+    question: str,
+    explicit: list[PersonaSpec],
+    rules: list[PairingRuleSpec],
+    pool: list[PersonaSpec],
+) -> Pairing:
+    """The seed's decision tree, first match wins: named by the user → pairing rule → keywords."""
+    if len(explicit) == 2:
+        return Pairing(explicit[0], explicit[1], "explicit")
+    if explicit:
+        raise DebateAborted("a duel needs exactly two personas; name two or none", outcome="refused")
+    by_slug = {p.slug: p for p in pool}
+    low = question.lower()
+    for rule in rules:
+        if any(k and k.lower() in low for k in rule.keywords):
+            a, b = (by_slug.get(s) for s in rule.personas)
+            if a and b:
+                return Pairing(a, b, "rule", rule)
+    debaters = [p for p in pool if p.kind == "debater"]
+    ranked = sorted(debaters, key=lambda p: (-keyword_score(p, question), p.slug))
+    if not ranked or keyword_score(ranked[0], question) == 0:
+        raise DebateAborted(
+            "no pairing rule or persona keyword matches this question; choose two personas",
+            outcome="refused",
+        )
+    first = ranked[0]
+    for second in ranked[1:]:
+        if second.tradition != first.tradition and keyword_score(second, question) > 0:
+            return Pairing(first, second, "keywords")
+    raise DebateAborted(
+        "keyword matching found no second persona from a different tradition; choose two personas",
+        outcome="refused",
+    )
+
+
+def resolve_rounds(pairing: Pairing, rules: list[PairingRuleSpec], protocol: dict, requested: int | None):
+    """Per-pair override's default, else the protocol default; a user's value capped by the maximum."""
+    default = int(protocol.get("default_rounds", DEFAULT_ROUNDS))
+    maximum = int(protocol.get("max_rounds", MAX_ROUNDS))
+    for rule in rules:
+        if pair_key(*rule.personas) == pairing.key and rule.default_rounds:
+            default = rule.default_rounds
+            break
+    if requested:
+        return min(requested, maximum)
+    return min(default, maximum)
+
+
+def ammunition(critiques: list[CritiqueSpec], source: str, target: str) -> list[CritiqueSpec]:
+    return [c for c in critiques if c.source == source and c.target == target]
+
+
+def _ammo_text(ammo: list[CritiqueSpec]) -> str:
+    if not ammo:
+        return "（你对这位对手没有预备的批评条目，请依你自己的经典立论。）"
+    return "\n".join(f"{i}. {c.point}（出处：{c.citation}）" for i, c in enumerate(ammo, 1))
+
+
+def _position_moved(text: str) -> bool | None:
+    value = field_value(text, ("立场变化", "position change"))
+    if not value:
+        return None
+    if any(word in value for word in ("无", "未变", "坚持", "不变", "none", "unchanged", "hold")):
+        return False
+    return True
+
+
+def _speech_plan(
+    ctx: DebateContext, round_no: int, speaker: PersonaSpec, opponent: PersonaSpec,
+    opponent_summary: str, ammo: list[CritiqueSpec], rounds: int,
+) -> TurnPlan:
+    question = ctx.spec.question
+    side = f"你代表「{speaker.name}」（{speaker.tradition or '本派'}）的立场，对手是「{opponent.name}」。"
+    decorator = TaskDecorator(
+        topic=question,
+        facts=ctx.spec.options.evidence,
+        user_context=ctx.spec.options.user_context,
+        domain_bridge=domain_bridge(speaker),
+        rules=[
+            f"祖师对辩，第 {round_no}/{rounds} 轮。{side}",
+            "你只看得到对手当前立场的摘要，看不到其原话；不要编造对手说过的话。",
+            "每一条教义断言都要注明出处（经论名与品/卷），不确定就说明。",
+            "篇幅约 200–350 字。",
+        ],
+    )
+    summary = opponent_summary or "（对手尚未发言：这是开篇立论。）"
+    material = (
+        f"## 对手当前立场摘要（≤80字）\n{summary}\n\n## 你的弹药：你对「{opponent.name}」的批评\n{_ammo_text(ammo)}"
+    )
+    output_format = (
+        "先直接陈述你的立场与论证，回应对手摘要中的要点，并使用你的弹药。\n"
+        "最后两行固定为：\n立场变化：无 / 松动 / 转向（选一，并用半句话说明）\n"
+        f"小结：一句话概括你本轮立场（不超过 {SUMMARY_LIMIT} 字）"
+    )
+    return TurnPlan(
+        key=f"duel:{round_no}:{speaker.slug}",
+        round=round_no,
+        phase="duel",
+        speaker=speaker,
+        messages=compose(speaker, decorator, material=material, output_format=output_format),
+        max_tokens=ctx.spec.options.max_tokens.get("speech", SPEECH_TOKENS),
+        summary_limit=SUMMARY_LIMIT,
+        stop=stop_before([opponent.name]),
+        client=_seat_client(ctx.spec, speaker.slug),
+        postprocess=lambda text: (text, {"moved": _position_moved(text)}),
+    )
+
+
+def _seat_client(spec: DebateSpec, slug: str) -> str | None:
+    for seat in spec.seats:
+        if seat.persona.slug == slug:
+            return seat.client
+    return None
+
+
+async def run(ctx: DebateContext) -> None:
+    spec = ctx.spec
+    pairing = choose_pair(spec.question, [s.persona for s in spec.seats], spec.pairing_rules, spec.pool)
+    rounds = resolve_rounds(pairing, spec.pairing_rules, spec.protocol, spec.options.rounds)
+    a, b = pairing.a, pairing.b
+    ammo = {a.slug: ammunition(spec.critiques, a.slug, b.slug), b.slug: ammunition(spec.critiques, b.slug, a.slug)}
+    report = ReportBuilder(ctx, title=spec.question)
+    report.data.update(
+        {"pair_key": pairing.key, "pairing": pairing.how, "rounds_planned": rounds,
+         "personas": [a.slug, b.slug], "ammunition": {k: len(v) for k, v in ammo.items()}}
+    )
+    if not ammo[a.slug] or not ammo[b.slug]:
+        await ctx.warn("one_sided_coverage", ONE_SIDED_WARNING)
+        report.top_notes.append(f"> {ONE_SIDED_WARNING}")
+
+    round_summaries: list[dict] = []
+    latest = {a.slug: "", b.slug: ""}
+    for round_no in range(1, rounds + 1):
+        await ctx.phase(round_no, "duel", f"第 {round_no} 轮 Round {round_no}")
+        moved = {}
+        for speaker, opponent in ((a, b), (b, a)):
+            plan = _speech_plan(
+                ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds
+            )
+            result = await ctx.turn(plan)
+            previous = latest[speaker.slug]
+            latest[speaker.slug] = result.summary
+            round_summaries.append({"round": round_no, "speaker_slug": speaker.slug, "summary": result.summary})
+            declared = result.data.get("moved")
+            moved[speaker.slug] = declared if declared is not None else (
+                not previous or similarity(previous, result.summary) < STILL_SIMILARITY
+            )
+        if round_no >= 2 and not any(moved.values()) and round_no < rounds:
+            await ctx.warn("early_stop", f"第 {round_no} 轮双方立场均未移动，提前收束。Positions stopped moving.")
+            report.data["stopped_early_after"] = round_no
+            break
+    report.data["round_summaries"] = round_summaries
+
+    close = await ctx.turn(_close_plan(ctx, a, b, round_summaries))
+    report.verdict_sections.append(("中立收束 Neutral synthesis", close.text))
+    report.top_notes.insert(0, DISCLAIMER)
+    await report.emit(verdict_heading="祖师对辩 Duel")
+
+
+def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: list[dict]) -> TurnPlan:
+    names = {a.slug: a.name, b.slug: b.name}
+    lines = "\n".join(f"- 第{s['round']}轮 {names[s['speaker_slug']]}：{s['summary']}" for s in summaries)
+    orchestrator = PersonaSpec(slug="orchestrator", name="中立记录者", kind="host")
+    decorator = TaskDecorator(
+        topic=ctx.spec.question,
+        rules=[
+            "你是对辩的中立记录者，不站任何一方，不评判高下。",
+            "只根据下面的轮次摘要作综合：双方各自的核心主张、真正的分歧点、可以相互参照之处。",
+            "不要使用“我认为”“正确答案是”。约 300–500 字。",
+        ],
+    )
+    return TurnPlan(
+        key="duel:close",
+        round=len(summaries) // 2 + 1,
+        phase="close",
+        speaker=orchestrator,
+        messages=compose(
+            orchestrator, decorator, material=f"## 轮次摘要 round_summaries\n{lines}",
+            output_format="分三段：双方主张；分歧所在；可互相参照之处。最后一行“小结：…”（不超过80字）。",
+            duty="你只有记录与综合之责，没有裁决之权。",
+        ),
+        max_tokens=ctx.spec.options.max_tokens.get("close", CLOSE_TOKENS),
+        summary_limit=SUMMARY_LIMIT,
+    )
+

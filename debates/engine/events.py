@@ -1,0 +1,109 @@
+"""Events the engine emits. A sink receives them in order; the engine never waits on a viewer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Event:
+    pass
+
+
+@dataclass(frozen=True)
+class Status(Event):
+    """Debate-level status: loading_model, running, waiting (checkpoint), done, failed, stopped."""
+
+    status: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PhaseStarted(Event):
+    round: int
+    phase: str
+    title: str
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    key: str
+    round: int
+    phase: str
+    speaker: str  # persona slug
+    speaker_name: str
+    messages: list[dict[str, str]]
+    model: str = ""
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    key: str
+    text: str
+    summary: str
+    prompt_tokens: int
+    completion_tokens: int
+    usage_estimated: bool = False
+    latency: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)  # parsed structure (stance, citations, …)
+    replayed: bool = False  # True when taken from an earlier run on resume
+
+
+@dataclass(frozen=True)
+class TurnFailed(Event):
+    key: str
+    error: str
+    partial_text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Warning(Event):  # noqa: A001 - the protocol's word
+    code: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Checkpoint(Event):
+    """The roundtable pauses after R1: the user may add facts or continue."""
+
+    prompt: str
+
+
+@dataclass(frozen=True)
+class Report(Event):
+    verdict_markdown: str
+    transcript_markdown: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finished(Event):
+    outcome: str  # done | waiting | failed | refused
+    reason: str = ""
+
+
+class Sink(Protocol):
+    async def emit(self, event: Event) -> None: ...
+
+
+class ListSink:
+    """Collects events in memory: the CLI's and the tests' sink."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list:
+        return [e for e in self.events if isinstance(e, kind)]

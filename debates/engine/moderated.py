@@ -1,0 +1,271 @@
+"""Moderated (debate-moderator): a neutral chair runs a state machine over participant manifests.
+
+Validate manifests → pick the mode's order (round-robin, position-based, free-form) → each speech
+gets the question, frame, mode, round, assigned position, a character limit and the earlier
+speeches → anti-pattern flags → the fixed verdict form. The chair never argues and never says 我认为.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from debates.engine.prompts import TaskDecorator, compose, domain_bridge
+from debates.engine.report import ReportBuilder
+from debates.engine.spec import PersonaSpec, SeatSpec
+from debates.engine.text import clip, cut_marked, normalise, similarity
+from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
+
+MODES = ("round-robin", "position-based", "free-form")
+DEFAULT_ROUNDS = 2
+DEFAULT_MAX_CHARS = 600
+DEFAULT_BUDGET = 60000
+CONTEXT_SPEECHES = 6
+CUT_MARK = "……【超出字数，已由主持人截断 cut at the limit】"
+VERDICT_FORM = "若被迫选，在所有发言的基础上最小损失的选项是"
+VERDICT_FORM_EN = "If forced to choose, the least-loss option on the basis of all speeches is"
+STANCE_WORDS = ("我认为", "我觉得", "我相信", "正确答案是", "应该选")
+POSITION_NAMES = {"for": "支持", "against": "反对", "": "无"}
+MIN_DENSITY_OK = 6.0
+TOKENS = {"speech": 400, "verdict": 600}
+
+
+@dataclass
+class Participant:
+    seat: SeatSpec
+    speeches: list[TurnResult] = field(default_factory=list)
+
+    @property
+    def persona(self) -> PersonaSpec:
+        return self.seat.persona
+
+
+def validate_manifests(seats: list[SeatSpec]) -> tuple[list[SeatSpec], list[str], list[str]]:
+    """Key fields must exist (name, description, schema type, density score): missing → dropped.
+    A density in [0, 6) or -1 is a low-density warning. Returns (kept, dropped reasons, warnings)."""
+    kept, dropped, warnings = [], [], []
+    for seat in seats:
+        p = seat.persona
+        missing = [name for name, value in (("name", p.name), ("description", p.description),
+                                            ("schema_type", p.schema_type), ("density_score", p.density_score))
+                   if value in (None, "")]
+        if missing:
+            dropped.append(f"{p.slug}: missing {', '.join(missing)}")
+            continue
+        if p.density_score == -1 or 0 <= p.density_score < MIN_DENSITY_OK:
+            warnings.append(f"{p.name}: low-density persona (density {p.density_score:g})")
+        kept.append(seat)
+    return kept, dropped, warnings
+
+
+def recommend(question: str, pool: list[PersonaSpec], threshold: float = 0.5) -> list[tuple[PersonaSpec, float]]:
+    """Score each debater for a question in [0, 1]: keyword overlap, weighted by manifest density.
+    Scores under `threshold` are ignored, as the seed's router integration requires."""
+    q = normalise(question)
+    scored = []
+    for persona in pool:
+        if persona.kind != "debater":
+            continue
+        keywords = [k for k in persona.keywords if k]
+        hits = sum(1 for k in keywords if normalise(k) and normalise(k) in q)
+        overlap = min(1.0, hits / 2) if keywords else 0.0
+        density = persona.density_score if persona.density_score not in (None, -1) else 0.0
+        score = round(0.7 * overlap + 0.3 * min(1.0, density / 10), 3)
+        scored.append((persona, score))
+    scored.sort(key=lambda item: (-item[1], item[0].slug))
+    return [(p, s) for p, s in scored if s >= threshold]
+
+
+def schedule(mode: str, participants: list[Participant]) -> list[Participant]:
+    """Speakers of one round. Free-form picks one speaker at a time elsewhere (see `next_free`)."""
+    if mode == "position-based":
+        pro = [p for p in participants if p.seat.position == "for"]
+        con = [p for p in participants if p.seat.position == "against"]
+        order = []
+        for i in range(max(len(pro), len(con))):
+            order += [side[i] for side in (pro, con) if i < len(side)]
+        return order
+    return list(participants)
+
+
+def next_free(participants: list[Participant], last: Participant | None) -> Participant:
+    """Free-form: the moderator gives the floor to whoever has spoken least; among equals, someone
+    the last speech named, then seat order. Counts stay within one of each other."""
+    fewest = min(len(p.speeches) for p in participants)
+    candidates = [p for p in participants if len(p.speeches) == fewest and p is not last] or \
+                 [p for p in participants if len(p.speeches) == fewest]
+    if last and last.speeches:
+        named = [p for p in candidates if p.persona.name in last.speeches[-1].text]
+        if named:
+            return named[0]
+    return candidates[0]
+
+
+def anti_patterns(speaker: Participant, text: str, everyone: list[Participant]) -> list[str]:
+    flags = []
+    for earlier in speaker.speeches:
+        if similarity(earlier.text, text) > 0.6:
+            flags.append("repetition")
+            break
+    if any(w in text for w in ("作为一个AI", "作为AI", "作为人工智能", "as an AI", "作为语言模型")):
+        flags.append("persona drift")
+    for other in everyone:
+        if other is speaker:
+            continue
+        if f"我是{other.persona.name}" in text or f"作为{other.persona.name}" in text:
+            flags.append("persona drift")
+        for quote in _quotes_attributed(text, other.persona.name):
+            if not any(normalise(quote) in normalise(s.text) for s in other.speeches):
+                flags.append("straw man")
+                break
+    stripped = normalise(text)
+    if len(stripped) < 60 and any(w in text for w in ("同意", "赞同", "agree")):
+        flags.append("empty agreement")
+    return sorted(set(flags))
+
+
+def _quotes_attributed(text: str, name: str) -> list[str]:
+    pattern = re.compile(re.escape(name) + r"(?:说|认为|声称|所说|提到)?[:：，,]?\s*[“\"「]([^”\"」]{4,120})[”\"」]")
+    return pattern.findall(text)
+
+
+async def run(ctx: DebateContext) -> str:
+    spec = ctx.spec
+    mode = spec.options.mode or "round-robin"
+    if mode not in MODES:
+        raise DebateAborted(f"unknown mode {mode!r}: round-robin, position-based or free-form", outcome="refused")
+    kept, dropped, low_density = validate_manifests([s for s in spec.seats if s.persona.kind == "debater"])
+    for reason in dropped:
+        await ctx.warn("manifest_dropped", f"参与者被剔除（manifest 缺关键字段）：{reason}")
+    for text in low_density:
+        await ctx.warn("low_density", text)
+    if len(kept) < 2:
+        raise DebateAborted(f"剔除后只剩 {len(kept)} 位参与者，至少需要 2 位。Fewer than 2 participants.",
+                            outcome="refused")
+    if mode == "position-based":
+        sides = {s.position for s in kept}
+        if not {"for", "against"} <= sides:
+            raise DebateAborted("立场模式需要至少一位支持方和一位反对方。Position-based needs a for and an against side.",
+                                outcome="refused")
+    participants = [Participant(s) for s in kept]
+    rounds = spec.options.rounds or int(spec.protocol.get("default_rounds", DEFAULT_ROUNDS))
+    max_chars = spec.options.max_chars or int(spec.protocol.get("max_chars", DEFAULT_MAX_CHARS))
+    ctx.ledger.cap = spec.options.token_budget or int(spec.protocol.get("token_budget", DEFAULT_BUDGET))
+    moderator = spec.host or PersonaSpec(slug="moderator", name="主持人", kind="moderator")
+    report = ReportBuilder(ctx, title=spec.question)
+    report.data.update({"mode": mode, "rounds": rounds, "max_chars": max_chars,
+                        "participants": [p.persona.slug for p in participants], "flags": []})
+    history: list[TurnResult] = []
+    budget_stop = False
+    for round_no in range(1, rounds + 1):
+        round_name = _round_name(round_no, rounds)
+        await ctx.phase(round_no, "speech", f"第 {round_no} 轮 · {round_name}")
+        last = _owner(participants, history[-1]) if history else None
+        order = schedule(mode, participants) if mode != "free-form" else [None] * len(participants)
+        for planned in order:
+            speaker = last = planned or next_free(participants, last)
+            result = await _speak(ctx, speaker, participants, history, round_no, rounds, round_name, mode, max_chars,
+                                  report)
+            history.append(result)
+            if ctx.ledger.exceeded:
+                break
+        if ctx.ledger.exceeded:
+            budget_stop = True
+            await ctx.warn("token_budget", f"整场 token 预算 {ctx.ledger.cap} 已用尽，提前结束发言。Budget exhausted.")
+            break
+    report.data["speech_counts"] = {p.persona.slug: len(p.speeches) for p in participants}
+    await _verdict(ctx, moderator, participants, history, report, budget_stop)
+    return "done"
+
+
+def _round_name(round_no: int, rounds: int) -> str:
+    if rounds > 1 and round_no == rounds:
+        return "总结陈词"
+    return ("开篇陈述", "交锋回应", "深入交锋")[min(round_no - 1, 2)]
+
+
+def _owner(participants: list[Participant], result: TurnResult) -> Participant:
+    return next(p for p in participants if p.persona.slug == result.speaker.slug)
+
+
+async def _speak(ctx, speaker: Participant, participants, history, round_no, rounds, round_name, mode, max_chars,
+                 report) -> TurnResult:
+    persona = speaker.persona
+    position = POSITION_NAMES.get(speaker.seat.position, speaker.seat.position)
+    context = "\n\n".join(f"【{r.speaker.name}】{r.text}" for r in history[-CONTEXT_SPEECHES:]) or "（你是第一位发言者。）"
+    task = {1: "陈述你对问题的核心看法与理由。"}.get(round_no, "回应之前的发言：指出你同意和不同意之处，并推进论证。")
+    if round_no == rounds and rounds > 1:
+        task = "总结陈词：给出你的最终立场与最关键的理由。"
+    decorator = TaskDecorator(
+        topic=ctx.spec.question, facts=ctx.spec.options.evidence, user_context=ctx.spec.options.user_context,
+        domain_bridge=domain_bridge(persona),
+        rules=[
+            "你正在参与一场多 persona 辩论。", f"你的角色：作为“{persona.name}”发言，严格以你的视角与风格回答，不要扮演他人。",
+            f"当前模式：{mode}", f"当前轮次：{round_name}（第 {round_no}/{rounds} 轮）",
+            f"你被分派的立场：{position}" + ("（整篇发言都要站在这个立场上）" if speaker.seat.position else ""),
+            f"最大字数：{max_chars}（超出会被主持人截断）", task,
+        ],
+    )
+    key = f"speech:{round_no}:{persona.slug}:{len(speaker.speeches) + 1}"
+
+    def post(text: str) -> tuple[str, dict]:
+        kept, was_cut = cut_marked(text.strip(), max_chars, CUT_MARK)
+        return kept, {"cut": was_cut, "position": speaker.seat.position}
+
+    plan = TurnPlan(
+        key=key, round=round_no, phase="speech", speaker=persona,
+        messages=compose(persona, decorator, material=f"## 相关上下文（之前的发言）\n{context}",
+                         output_format=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，"
+                                       "不要写“作为 X 我会说”。"),
+        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]), summary_limit=80,
+        stop=[f"\n【{p.persona.name}】" for p in participants if p is not speaker][:4], client=speaker.seat.client,
+        postprocess=post,
+    )
+    result = await ctx.turn(plan)
+    flags = anti_patterns(speaker, result.text, participants)
+    if result.data.get("cut"):
+        await ctx.warn("speech_cut", f"{persona.name} 的发言超过 {max_chars} 字，已截断。")
+    for flag in flags:
+        report.data["flags"].append({"turn": key, "speaker": persona.slug, "flag": flag})
+        await ctx.warn("anti_pattern", f"{persona.name}：{flag}")
+    speaker.speeches.append(result)
+    return result
+
+
+def enforce_verdict_form(text: str) -> tuple[str, list[str]]:
+    """The verdict must use the fixed form and no stance words; fix it by code when the model didn't."""
+    fixes = []
+    body = text.strip()
+    for word in STANCE_WORDS:
+        if word in body:
+            body = body.replace(word, "")
+            fixes.append(f"removed {word!r}")
+    if VERDICT_FORM not in body:
+        line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
+        body = f"{VERDICT_FORM}：{clip(line, 200)}\n\n{body}" if line else f"{VERDICT_FORM}：（无足够发言）"
+        fixes.append("verdict form added")
+    return body, fixes
+
+
+async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: ReportBuilder, budget_stop: bool):
+    speeches = "\n\n".join(f"【{r.speaker.name}·第{r.round}轮】{r.text}" for r in history)
+    if budget_stop:
+        text = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
+        fixes = []
+    else:
+        decorator = TaskDecorator(topic=ctx.spec.question, rules=[
+            "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
+            "先用三到五条中性要点概括各方观点与分歧，再给出裁决。",
+            f"裁决必须严格使用固定句式：“{VERDICT_FORM}…”"])
+        result = await ctx.turn(TurnPlan(
+            key="moderator:verdict", round=len(history) + 1, phase="host", speaker=moderator,
+            messages=compose(moderator, decorator, material=f"## 全部发言\n{speeches}",
+                             output_format=f"## 各方要点\n- …\n## 裁决\n{VERDICT_FORM}……（说明理由）",
+                             duty="主席，不是辩手。"),
+            max_tokens=ctx.spec.options.max_tokens.get("verdict", TOKENS["verdict"]), summary_limit=80,
+        ))
+        text, fixes = enforce_verdict_form(result.text)
+    report.data["verdict"] = text
+    report.data["verdict_fixes"] = fixes
+    report.verdict_sections.append(("主持人综合与裁决 Verdict", text))
+    await report.emit(verdict_heading="主持辩论 Moderated debate")

@@ -1,0 +1,375 @@
+"""Panel (taixu-debate): five roles, blind parallel rounds, and a host who never debates.
+
+Admission → evidence pack → concept alignment → R1 blind (parallel) → aggregate → R2 cross-response
+with the others' raw R1 → aggregate marking blind spots → R3 defence/revision → open fronts per role
+→ R4 only for roles with open fronts → mechanical citation check → verdict and transcript.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from debates.engine import citations
+from debates.engine.prompts import TaskDecorator, compose, domain_bridge
+from debates.engine.report import ReportBuilder, table
+from debates.engine.spec import PersonaSpec
+from debates.engine.text import bullet_items, clip, field_value, first_sentence, topic_slug
+from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
+
+SUMMARY_LIMIT = 60
+VERDICT_LIMIT = 1200
+CAP_MULTIPLIERS = {"light": 4.3, "standard": 4.5, "deep": 5.0}
+TOKENS = {"speech": 450, "host": 300, "verdict": 900}
+ROUNDS = 4
+TYPES = {"investment": "投资决策型", "choice": "选择决策型", "truth": "认知求真型"}
+TYPE_WORDS = {
+    "investment": ("投资", "investment"),
+    "choice": ("选择", "choice", "决策型"),
+    "truth": ("求真", "truth", "认知"),
+}
+NO_EVIDENCE = "⚠️ 无外部证据底座：用户未提供材料，各方只凭自身知识立论。No external evidence was supplied."
+CITE_FORMAT = "【引用 角色名·R1】“对方原话片段”"
+FIVE_PARTS = (
+    "按五要素输出，每项单独成行起头：\n"
+    "立场：一句话\n核心论据：2–3 条，编号列出\n"
+    f"反驳：针对他方具体论点，每条用 {CITE_FORMAT} 引用原话（逐字摘录）\n"
+    "沉默声明：有反驳写“无”；没有任何反驳写“本轮沉默”\n"
+    f"小结：白话一句，坚持/松动/转向了什么、因为什么（不超过 {SUMMARY_LIMIT} 字）"
+)
+
+
+@dataclass
+class PanelState:
+    roles: list[PersonaSpec]
+    host: PersonaSpec
+    kind: str = ""
+    evidence: str = ""
+    concepts: list[str] = field(default_factory=list)
+    speeches: dict[tuple[str, int], str] = field(default_factory=dict)
+    results: dict[tuple[str, int], TurnResult] = field(default_factory=dict)
+    silent: set[str] = field(default_factory=set)
+    blind_spots: str = ""
+    fronts: dict[str, list[str]] = field(default_factory=dict)
+    stopped_by_cap: int | None = None  # the round after which the cap stopped the run
+
+    def aliases(self) -> dict[str, str]:
+        names = {}
+        for role in self.roles:
+            for alias in (role.slug, role.name, role.role):
+                if alias:
+                    names[alias.lower()] = role.slug
+        return names
+
+
+DEFAULT_HOST = PersonaSpec(slug="cicero", name="西塞罗", kind="host", description="主持人：程序与记录，不下场辩论。")
+
+
+def _tokens(ctx: DebateContext, kind: str) -> int:
+    return ctx.spec.options.max_tokens.get(kind, TOKENS[kind])
+
+
+def _host_plan(ctx: DebateContext, st: PanelState, key: str, task: str, material: str, fmt: str,
+               kind: str = "host", round_no: int = 0, exempt: bool = False, max_tokens: int | None = None):
+    decorator = TaskDecorator(
+        topic=ctx.spec.question, facts=st.evidence, user_context=ctx.spec.options.user_context,
+        rules=[task, "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"],
+    )
+    return TurnPlan(
+        key=key, round=round_no, phase="host", speaker=st.host,
+        messages=compose(st.host, decorator, material=material, output_format=fmt,
+                         duty="你是主持人，语言中性。"),
+        max_tokens=max_tokens or _tokens(ctx, kind), summary_limit=SUMMARY_LIMIT, exempt_from_cap=exempt,
+    )
+
+
+async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """Admission: one of three proposition types, and falsifiable. Refuse with the reason."""
+    question = ctx.spec.question.strip()
+    if len(question) < 6:
+        raise DebateAborted("命题太短，无法判断其类型与可证伪性。The proposition is too short to admit.", outcome="refused")
+    result = await ctx.turn(_host_plan(
+        ctx, st, "host:admission",
+        "入场审查：判断命题类型（投资决策型 / 选择决策型 / 认知求真型 / 不适合），以及是否可证伪。"
+        "不可证伪的陈述、纯历史回顾、空泛的泛论、已形成强共识的命题都不适合。",
+        "", "四行：\n类型：…\n可证伪：是 / 否\n理由：一句话\n话题标识：3–6 个英文小写单词，用连字符连接",
+        exempt=True,
+    ))
+    kind_text = field_value(result.text, ("类型", "type"))
+    falsifiable = field_value(result.text, ("可证伪", "falsifiable"))
+    reason = field_value(result.text, ("理由", "reason")) or first_sentence(result.text)
+    kind = ctx.spec.options.proposition_type or next(
+        (k for k, words in TYPE_WORDS.items() if any(w in kind_text.lower() for w in words)), ""
+    )
+    refused_type = "不适合" in kind_text or "unsuitable" in kind_text.lower()
+    not_falsifiable = falsifiable.startswith(("否", "no", "不"))
+    if (refused_type and not ctx.spec.options.proposition_type) or not_falsifiable:
+        raise DebateAborted(f"命题未通过入场审查：{clip(reason, 200)}", outcome="refused")
+    if not kind:
+        kind = "choice"
+        await ctx.warn("admission_unclear", "入场审查未能判明命题类型，按选择决策型处理。Type unclear; treated as a choice.")
+    st.kind = kind
+    report.data["proposition_type"] = kind
+    report.data["topic_slug"] = topic_slug(field_value(result.text, ("话题标识", "topic slug", "slug")),
+                                           ctx.spec.question, ("panel", "debate"))
+
+
+async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """The cap is a multiple of a single strong-prompt baseline: the prompt that would ask one
+    model for the whole five-role analysis (its prompt tokens measured by the server with a
+    one-token call) plus the output that prompt would be allowed (every speech of every round)."""
+    budget = ctx.spec.options.research_budget or "standard"
+    multiplier = CAP_MULTIPLIERS.get(budget, CAP_MULTIPLIERS["standard"])
+    frames = "\n\n".join(f"### {r.name}\n{r.text}" for r in st.roles)
+    baseline = await ctx.turn(_host_plan(
+        ctx, st, "host:baseline", "基线测量：一次性的强提示，要求五种视角完整分析本命题。",
+        f"## 五种视角\n{frames}", "完整分析。", exempt=True, max_tokens=1,
+    ))
+    allowance = len(st.roles) * ROUNDS * _tokens(ctx, "speech")
+    baseline_tokens = baseline.prompt_tokens + allowance
+    cap = ctx.spec.options.token_budget or int(baseline_tokens * multiplier)
+    ctx.ledger.cap = cap
+    report.data["token_cap"] = {"research_budget": budget, "multiplier": multiplier,
+                                "baseline_tokens": baseline_tokens, "cap": cap}
+
+
+async def _align_concepts(ctx: DebateContext, st: PanelState) -> None:
+    result = await ctx.turn(_host_plan(
+        ctx, st, "host:concepts", "概念对齐：从议题与材料中提炼 3–5 个核心概念，各给一个统一定义（口径边界）。",
+        "", "每行一个：- 概念：定义", round_no=0,
+    ))
+    items = bullet_items(result.text, 5) or [line.strip() for line in result.text.splitlines() if "：" in line][:5]
+    st.concepts = [clip(item, 160) for item in items]
+    if len(st.concepts) < 3:
+        await ctx.warn("concepts_few", f"概念对齐只得到 {len(st.concepts)} 个概念（应为 3–5 个）。")
+
+
+def _speech_postprocess(text: str) -> tuple[str, dict]:
+    silence = field_value(text, ("沉默声明", "silence"))
+    silent = "本轮沉默" in silence or silence.startswith("沉默") or silence.lower().startswith("silent")
+    return text, {
+        "position": clip(field_value(text, ("立场", "position")) or first_sentence(text), 200),
+        "silent": silent,
+        "citations": len(citations.find_citations(text)),
+    }
+
+
+def _role_plan(ctx: DebateContext, st: PanelState, role: PersonaSpec, round_no: int, rules: list[str],
+               material: str) -> TurnPlan:
+    concept_block = "\n".join(f"- {c}" for c in st.concepts)
+    decorator = TaskDecorator(
+        topic=ctx.spec.question, facts=st.evidence, user_context=ctx.spec.options.user_context,
+        domain_bridge=domain_bridge(role),
+        rules=[f"你是五角色辩论中的「{role.name}」（{role.role or role.tier}），始终守住你自己的核心关切。",
+               f"命题类型：{TYPES.get(st.kind, st.kind)}。", *rules,
+               "概念一律使用下列统一定义：\n" + concept_block if concept_block else "概念按通常含义使用。"],
+    )
+    others = [r.name for r in st.roles if r.slug != role.slug]
+    return TurnPlan(
+        key=f"r{round_no}:{role.slug}", round=round_no, phase=f"r{round_no}", speaker=role,
+        messages=compose(role, decorator, material=material, output_format=FIVE_PARTS),
+        max_tokens=_tokens(ctx, "speech"), summary_limit=SUMMARY_LIMIT,
+        stop=[f"\n{name}：" for name in others][:4],
+        client=next((s.client for s in ctx.spec.seats if s.persona.slug == role.slug), None),
+        postprocess=_speech_postprocess,
+    )
+
+
+def _raw(st: PanelState, round_no: int, exclude: str | None = None, only: str | None = None) -> str:
+    blocks = []
+    for role in st.roles:
+        if role.slug == exclude or (only and role.slug != only):
+            continue
+        text = st.speeches.get((role.slug, round_no))
+        if text is not None:
+            blocks.append(f"### {role.name}·R{round_no}（原文）\n{text}")
+    return "\n\n".join(blocks)
+
+
+async def _round(ctx: DebateContext, st: PanelState, round_no: int, plans: list[TurnPlan]) -> None:
+    for result in await ctx.parallel(plans):
+        st.speeches[(result.speaker.slug, round_no)] = result.text
+        st.results[(result.speaker.slug, round_no)] = result
+        if round_no >= 2 and result.data.get("silent"):
+            st.silent.add(result.speaker.slug)
+
+
+def _active(st: PanelState) -> list[PersonaSpec]:
+    return [r for r in st.roles if r.slug not in st.silent]
+
+
+def _over_cap(ctx: DebateContext, st: PanelState, after_round: int) -> bool:
+    if ctx.ledger.exceeded and st.stopped_by_cap is None:
+        st.stopped_by_cap = after_round
+    return st.stopped_by_cap is not None
+
+
+def open_fronts(st: PanelState) -> dict[str, list[str]]:
+    """For each role, the points of the others' R3 that attack it or revise positions touching it:
+    lines that cite it or name it."""
+    aliases = st.aliases()
+    fronts: dict[str, list[str]] = {r.slug: [] for r in st.roles}
+    for author in st.roles:
+        text = st.speeches.get((author.slug, 3))
+        if not text:
+            continue
+        for line in text.splitlines():
+            if not line.strip() or line.strip().startswith(("小结", "沉默声明")):
+                continue
+            touched = {aliases.get(c.speaker.lower()) for c in citations.find_citations(line)}
+            for role in st.roles:
+                if role.slug != author.slug and (role.slug in touched or role.name in line):
+                    fronts[role.slug].append(f"{author.name}：{clip(line.strip(), 200)}")
+    return fronts
+
+
+async def run(ctx: DebateContext) -> str:
+    spec = ctx.spec
+    roles = [s.persona for s in spec.seats if s.persona.kind == "debater"]
+    if len(roles) < 2:
+        raise DebateAborted("a panel needs at least two debating roles", outcome="refused")
+    st = PanelState(roles=roles, host=spec.host or DEFAULT_HOST, evidence=spec.options.evidence.strip())
+    report = ReportBuilder(ctx, title=spec.question)
+    mode = "isolated_parallel" if ctx.parallel_capacity > 1 else "isolated_sequential"
+    report.data.update({"execution_mode": mode, "roles": [r.slug for r in roles]})
+    if mode != "isolated_parallel":
+        report.top_notes.append("> 执行模式：隔离调用、逐个执行（提供方一次只服务一个请求）；角色仍互不可见。")
+
+    await ctx.phase(0, "admission", "入场审查 Admission")
+    await _admit(ctx, st, report)
+    if not st.evidence:
+        await ctx.warn("no_evidence", NO_EVIDENCE)
+    await _measure_cap(ctx, st, report)
+    await ctx.phase(0, "concepts", "概念对齐 Concept alignment")
+    await _align_concepts(ctx, st)
+
+    await ctx.phase(1, "r1", "R1 盲立论 Blind positions")
+    await _round(ctx, st, 1, [
+        _role_plan(ctx, st, r, 1, ["盲立论：你看不到任何其他角色的发言。R1 没有可反驳的对象，反驳写“无”，沉默声明写“无”。"], "")
+        for r in roles
+    ])
+    if not _over_cap(ctx, st, 1):
+        await ctx.phase(2, "r2", "R2 交叉回应 Cross-response")
+        await _round(ctx, st, 2, [
+            _role_plan(ctx, st, r, 2, ["逐条反驳他方的具体论点，引用须逐字摘录原文。"],
+                       f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=r.slug)}")
+            for r in _active(st)
+        ])
+    if not _over_cap(ctx, st, 2):
+        blind = await ctx.turn(_host_plan(
+            ctx, st, "host:aggregate2", "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
+            "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles), "最多 3 条：- 盲区：…", round_no=2,
+        ))
+        st.blind_spots = blind.text
+        await ctx.phase(3, "r3", "R3 防御与修正 Defence and revision")
+        await _round(ctx, st, 3, [
+            _role_plan(ctx, st, r, 3, ["防御你被攻击的论点或修正立场，引用须逐字摘录。R3 是最后一个能承接新维度的发言轮。"],
+                       f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 你自己的 R2\n{st.speeches.get((r.slug, 2), '')}"
+                       f"\n\n## 他方 R2 原文\n{_raw(st, 2, exclude=r.slug)}\n\n## 主持人标注的盲区\n{st.blind_spots}")
+            for r in _active(st)
+        ])
+    if not _over_cap(ctx, st, 3):
+        st.fronts = open_fronts(st)
+        closing = [r for r in _active(st) if st.fronts.get(r.slug)]
+        report.data["open_fronts"] = {k: len(v) for k, v in st.fronts.items()}
+        if closing:
+            await ctx.phase(4, "r4", "R4 检验交锋与终辩 Closing")
+            await _round(ctx, st, 4, [
+                _role_plan(ctx, st, r, 4, ["前半段逐条回应你的开放战线，只引用 R3；后半段给出终态立场与让步清单。禁止开新战线。"],
+                           "## 你的开放战线\n" + "\n".join(f"- {f}" for f in st.fronts[r.slug])
+                           + f"\n\n## R3 原文\n{_raw(st, 3)}")
+                for r in closing
+            ])
+        else:
+            await ctx.warn("r4_skipped", "所有角色的开放战线均为空，跳过 R4。No open fronts: R4 skipped.")
+    if st.stopped_by_cap is not None:
+        await ctx.warn("token_cap", f"Token 上限 {ctx.ledger.cap} 已超出，R{st.stopped_by_cap} 后硬终止。The token cap stopped the run.")
+        report.data["stopped_by_cap_after_round"] = st.stopped_by_cap
+
+    checks = _check_citations(st)
+    await _write_report(ctx, st, report, checks)
+    return "done"
+
+
+def _check_citations(st: PanelState) -> list[citations.CitationCheck]:
+    results = []
+    aliases = st.aliases()
+    for (slug, round_no), text in sorted(st.speeches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        results += citations.check(f"r{round_no}:{slug}", text, st.speeches, aliases)
+    return results
+
+
+def evolution_table(st: PanelState) -> str:
+    rounds = sorted({r for _, r in st.results})
+    rows = [[role.name] + [st.results[(role.slug, r)].summary if (role.slug, r) in st.results
+                           else ("（沉默）" if role.slug in st.silent else "—") for r in rounds]
+            for role in st.roles]
+    return table(["角色"] + [f"R{r}" for r in rounds], rows)
+
+
+async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> None:
+    bad = [c for c in checks if not c.ok]
+    review = [f"- 引用检查：共 {len(checks)} 处，未核实 {len(bad)} 处。"]
+    review += [f"  - ⚠️ {c.citing} 引用 {c.citation.speaker}·R{c.citation.round}“{clip(c.citation.quote, 40)}”：{_reason(c.reason)}"
+               for c in bad]
+    if not st.evidence:
+        review.append(f"- {NO_EVIDENCE}")
+    if ctx.ledger.estimated:
+        review.append("- 部分 token 数为估算（服务器未报告用量）。")
+    report.data["citation_check"] = [
+        {"citing": c.citing, "speaker": c.citation.speaker, "round": c.citation.round,
+         "quote": c.citation.quote, "ok": c.ok, "reason": c.reason} for c in checks
+    ]
+    report.data["silent"] = sorted(st.silent)
+    report.data["concepts"] = st.concepts
+    if bad:
+        await ctx.warn("citations_unverified", f"{len(bad)} 处引用在被引发言中找不到。{len(bad)} cited point(s) not found.")
+
+    if st.stopped_by_cap is None:
+        verdict = await ctx.turn(_host_plan(
+            ctx, st, "host:verdict",
+            "撰写摘要版裁决书（面向普通读者，禁止术语黑话，不超过 1200 字）。",
+            f"## 立场演化\n{evolution_table(st)}\n\n## 各方最终发言\n" + _final_speeches(st),
+            "依次四节：\n## 辩论精华（2–3 条穿透性引文）\n## 三区（共识区 / 分歧区 / 未决区）\n## 综合判断\n"
+            f"## 结论产出（{_conclusion_kind(st.kind)}）",
+            kind="verdict", round_no=5,
+        ))
+        verdict_text = clip(verdict.text, VERDICT_LIMIT)
+    else:
+        verdict_text = clip("Token 上限已到，主持人未生成裁决书。以下为各角色最后的小结：\n"
+                            + "\n".join(f"- {r.name}：{_last_summary(st, r)}" for r in st.roles), VERDICT_LIMIT)
+    report.data["verdict"] = verdict_text
+    report.verdict_sections.append(("裁决书 Verdict", verdict_text))
+    report.transcript_sections += [
+        ("执行信息 Execution", f"执行模式 execution_mode: {report.data['execution_mode']} · "
+                              f"命题类型: {TYPES.get(st.kind, st.kind)} · topic_slug: {report.data.get('topic_slug', '')}"),
+        ("概念对齐 Concepts", "\n".join(f"- {c}" for c in st.concepts) or "—"),
+        ("立场演化表 Position evolution", evolution_table(st)),
+        ("数据可靠性审查 Data reliability", "\n".join(review)),
+    ]
+    await report.emit(verdict_heading="五角色辩论 Panel")
+
+
+def _reason(code: str) -> str:
+    return {"quoted point not found": "被引发言中没有这段话", "no such speech": "被引的发言不存在",
+            "unknown speaker": "被引角色不存在"}.get(code, code)
+
+
+def _conclusion_kind(kind: str) -> str:
+    return {"investment": "行动建议", "choice": "结论与适用边界", "truth": "采纳边界与验证跟踪"}.get(kind, "结论")
+
+
+def _last_summary(st: PanelState, role: PersonaSpec) -> str:
+    for r in (4, 3, 2, 1):
+        if (role.slug, r) in st.results:
+            return st.results[(role.slug, r)].summary
+    return "—"
+
+
+def _final_speeches(st: PanelState) -> str:
+    blocks = []
+    for role in st.roles:
+        last = max((r for s, r in st.speeches if s == role.slug), default=None)
+        if last:
+            blocks.append(f"### {role.name}·R{last}\n{clip(st.speeches[(role.slug, last)], 900)}")
+    return "\n\n".join(blocks)
+

@@ -1,0 +1,134 @@
+"""Lenient parsing and hard limits for model output.
+
+Small models ignore length requests and drift from the asked-for structure, so every limit here is
+enforced by code and every parser falls back to something sensible instead of failing the turn.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+ELLIPSIS = "…"
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")
+_WS = re.compile(r"\s+")
+_PUNCT = re.compile(r"[\s\"'“”‘’「」『』《》〈〉()（）\[\]【】,，.。!！?？:：;；、…—\-*_#>`]+")
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, marked with an ellipsis when cut."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)].rstrip() + ELLIPSIS
+
+
+def cut_marked(text: str, limit: int, mark: str) -> tuple[str, bool]:
+    """Cut a speech at `limit` characters and append a visible mark; returns (text, was_cut)."""
+    if len(text) <= limit:
+        return text, False
+    return text[:limit].rstrip() + mark, True
+
+
+def normalise(text: str) -> str:
+    """For containment checks: NFKC, lowercase, no punctuation or whitespace."""
+    return _PUNCT.sub("", unicodedata.normalize("NFKC", text).lower())
+
+
+def first_sentence(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip().lstrip("#>*-• ").strip()
+        if line and not _is_label_only(line):
+            return _SENTENCE_END.split(line, maxsplit=1)[0].strip()
+    return ""
+
+
+def _is_label_only(line: str) -> bool:
+    return bool(re.fullmatch(r"[\w\s·]{1,12}[:：]", line))
+
+
+def field_value(text: str, labels: tuple[str, ...], *, multiline: bool = False) -> str:
+    """The value after the last line labelled with any of `labels` ("小结：…", "**Summary**: …").
+
+    With `multiline`, the value runs until the next labelled line or blank line.
+    """
+    label_re = "|".join(re.escape(label) for label in labels)
+    pattern = re.compile(
+        rf"^[ \t>*#\-•]*(?:\*\*)?\s*【?(?:{label_re})】?\s*(?:\*\*)?\s*[:：]?\s*(?:\*\*)?\s*(.*)$",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    matches = list(pattern.finditer(text))
+    if not matches:
+        return ""
+    match = matches[-1]
+    value = match.group(1).strip()
+    if not multiline:
+        return value.strip("*").strip()
+    lines = [value] if value else []
+    for line in text[match.end() :].split("\n")[1:]:
+        if not line.strip():
+            if lines:
+                break
+            continue
+        if re.match(r"^[ \t>*#\-•]*(?:\*\*)?\s*【?[\w\u4e00-\u9fff ]{1,10}】?\s*(?:\*\*)?[:：]", line) and lines:
+            break
+        lines.append(line.strip())
+    return "\n".join(lines).strip()
+
+
+SUMMARY_LABELS = ("小结", "本轮小结", "摘要", "总结", "summary", "round summary")
+
+
+def summary_of(text: str, limit: int) -> str:
+    """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`."""
+    summary = field_value(text, SUMMARY_LABELS) or first_sentence(text) or text.strip()
+    return clip(_WS.sub(" ", summary), limit)
+
+
+def bigrams(text: str) -> set[str]:
+    norm = normalise(text)
+    return {norm[i : i + 2] for i in range(len(norm) - 1)} or ({norm} if norm else set())
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard similarity of character bigrams: language-agnostic, good enough for 'did it move?'."""
+    x, y = bigrams(a), bigrams(b)
+    if not x or not y:
+        return 0.0
+    return len(x & y) / len(x | y)
+
+
+def bullet_items(text: str, limit: int | None = None) -> list[str]:
+    """Numbered or bulleted items in `text`, cleaned; at most `limit`."""
+    items = []
+    for line in text.splitlines():
+        match = re.match(r"^\s*(?:[-*•]|\d+[.、)）]|[一二三四五六七八九十]+[、.])\s*(.+)$", line)
+        if match:
+            items.append(match.group(1).strip())
+    return items[:limit] if limit else items
+
+
+_SLUG_WORD = re.compile(r"[a-z][a-z0-9]*")
+
+
+def topic_slug(candidate: str, question: str, fallback_words: tuple[str, ...] = ("debate",)) -> str:
+    """3–6 lowercase English words joined by '-': the model's suggestion if usable, else words
+    from the question, padded from `fallback_words` (the archive name must never be empty)."""
+    words = _SLUG_WORD.findall(candidate.lower())
+    if not 3 <= len(words) <= 6:
+        words = _SLUG_WORD.findall(question.lower())[:6]
+        for word in fallback_words:
+            if len(words) >= 3:
+                break
+            words.append(word)
+        while len(words) < 3:
+            words.append("topic")
+    return "-".join(words[:6])
+
+
+def contains_any(text: str, needles: tuple[str, ...]) -> str | None:
+    low = text.lower()
+    for needle in needles:
+        if needle.lower() in low:
+            return needle
+    return None

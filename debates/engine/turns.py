@@ -1,0 +1,195 @@
+"""Running turns: one fresh LLM call each, streamed to the sink, charged to the ledger.
+
+Every format builds `TurnPlan`s and hands them to `DebateContext.turn` (one) or `.parallel` (a
+round whose turns are independent). Finished turns from an earlier run are replayed, not re-called,
+which is what makes a debate resumable at turn level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from debates.engine import events as ev
+from debates.engine.budget import Ledger
+from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
+from debates.engine.text import summary_of
+from debates.providers.base import LLMClient, Message, ProviderError, estimate_tokens
+
+# (text) -> (text to keep, parsed data). Runs after streaming: may cut, must not raise.
+PostProcess = Callable[[str], tuple[str, dict[str, Any]]]
+
+
+class DebateAborted(Exception):
+    """The debate cannot go on: a turn failed, or a rule refuses the input. Message is for users."""
+
+    def __init__(self, message: str, *, outcome: str = "failed"):
+        super().__init__(message)
+        self.outcome = outcome
+
+
+@dataclass
+class TurnPlan:
+    key: str
+    round: int
+    phase: str
+    speaker: PersonaSpec
+    messages: list[Message]
+    max_tokens: int
+    summary_limit: int = 80
+    stop: list[str] = field(default_factory=list)
+    client: str | None = None
+    postprocess: PostProcess | None = None
+    exempt_from_cap: bool = False
+
+
+@dataclass
+class TurnResult:
+    key: str
+    speaker: PersonaSpec
+    round: int
+    phase: str
+    text: str
+    summary: str
+    data: dict[str, Any]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    replayed: bool = False
+
+
+class ClientPool:
+    """The LLM clients of one debate: a default and any per-seat overrides by key."""
+
+    def __init__(self, default: LLMClient, others: Mapping[str, LLMClient] | None = None):
+        self.default = default
+        self.others = dict(others or {})
+
+    def get(self, key: str | None) -> LLMClient:
+        return self.others.get(key, self.default) if key else self.default
+
+    def all(self) -> list[LLMClient]:
+        return [self.default, *self.others.values()]
+
+
+class DebateContext:
+    def __init__(self, spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None):
+        self.spec = spec
+        self.clients = clients
+        self.sink = sink
+        self.ledger = ledger or Ledger()
+        self.warnings: list[ev.Warning] = []
+        self.results: dict[str, TurnResult] = {}
+        self.order: list[str] = []  # turn keys in plan order (parallel turns finish in any order)
+
+    async def emit(self, event: ev.Event) -> None:
+        await self.sink.emit(event)
+
+    async def warn(self, code: str, text: str) -> None:
+        warning = ev.Warning(code, text)
+        self.warnings.append(warning)
+        await self.emit(warning)
+
+    async def phase(self, round_no: int, phase: str, title: str) -> None:
+        await self.emit(ev.PhaseStarted(round_no, phase, title))
+
+    def transcript(self) -> list[TurnResult]:
+        return [self.results[k] for k in self.order if k in self.results]
+
+    def client_for(self, key: str | None) -> LLMClient:
+        return self.clients.get(key)
+
+    @property
+    def parallel_capacity(self) -> int:
+        return min(client.concurrency for client in self.clients.all())
+
+    async def turn(self, plan: TurnPlan) -> TurnResult:
+        if plan.key not in self.order:
+            self.order.append(plan.key)
+        done = self.spec.completed.get(plan.key)
+        if done is not None:
+            return await self._replay(plan, done)
+        return await self._call(plan)
+
+    async def parallel(self, plans: list[TurnPlan]) -> list[TurnResult]:
+        """Independent turns at once; the provider's limiter bounds how many really run.
+
+        Every turn is allowed to finish (so its text is kept) before a failure stops the debate.
+        """
+        outcomes = await asyncio.gather(*(self.turn(p) for p in plans), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return list(outcomes)
+
+    async def _replay(self, plan: TurnPlan, done: CompletedTurn) -> TurnResult:
+        self.ledger.charge(plan.key, done.prompt_tokens, done.completion_tokens, exempt=plan.exempt_from_cap)
+        result = TurnResult(
+            plan.key, plan.speaker, plan.round, plan.phase, done.text, done.summary, dict(done.data),
+            done.prompt_tokens, done.completion_tokens, replayed=True,
+        )
+        self.results[plan.key] = result
+        await self.emit(
+            ev.TurnFinished(
+                plan.key, done.text, done.summary, done.prompt_tokens, done.completion_tokens,
+                data=dict(done.data), replayed=True,
+            )
+        )
+        return result
+
+    async def _call(self, plan: TurnPlan) -> TurnResult:
+        client = self.client_for(plan.client)
+        async with client.limiter:
+            await self.emit(
+                ev.TurnStarted(
+                    plan.key, plan.round, plan.phase, plan.speaker.slug, plan.speaker.name,
+                    plan.messages, model=client.describe(),
+                )
+            )
+            started = time.monotonic()
+            stream = client.stream(
+                plan.messages,
+                max_tokens=plan.max_tokens,
+                stop=plan.stop or None,
+                temperature=self.spec.options.temperature,
+            )
+            parts: list[str] = []
+            try:
+                async for delta in stream:
+                    parts.append(delta)
+                    await self.emit(ev.TextDelta(plan.key, delta))
+            except ProviderError as error:
+                await self._fail(plan, "".join(parts) or error.partial_text, str(error))
+                raise DebateAborted(f"{plan.speaker.name}: {error}") from error
+            except asyncio.CancelledError:
+                await self._fail(plan, "".join(parts), "stopped")
+                raise
+            latency = time.monotonic() - started
+        completion = stream.completion
+        raw = completion.text or "".join(parts)
+        text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
+        summary = summary_of(text, plan.summary_limit)
+        self.ledger.charge(
+            plan.key, completion.prompt_tokens, completion.completion_tokens,
+            estimated=completion.usage_estimated, exempt=plan.exempt_from_cap,
+        )
+        result = TurnResult(
+            plan.key, plan.speaker, plan.round, plan.phase, text, summary, data,
+            completion.prompt_tokens, completion.completion_tokens,
+        )
+        self.results[plan.key] = result
+        await self.emit(
+            ev.TurnFinished(
+                plan.key, text, summary, completion.prompt_tokens, completion.completion_tokens,
+                usage_estimated=completion.usage_estimated, latency=latency, data=data,
+            )
+        )
+        return result
+
+    async def _fail(self, plan: TurnPlan, partial: str, reason: str) -> None:
+        prompt_tokens = sum(estimate_tokens(m["content"]) for m in plan.messages)
+        completion_tokens = estimate_tokens(partial)
+        self.ledger.charge(plan.key, prompt_tokens, completion_tokens, estimated=True)
+        await self.emit(ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens))

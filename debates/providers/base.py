@@ -1,0 +1,142 @@
+"""The provider interface: one async streaming method and a few capability attributes.
+
+The engine sees only this module. Every concrete provider (OpenAI-compatible servers, the bundled
+local model, the in-process fake used by engine tests) implements `LLMClient.stream`.
+No Django imports here: the engine must run without the web layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+
+class ProviderError(Exception):
+    """A failed LLM call. `str(error)` is written for the user: what happened and what to do.
+
+    `retryable` says whether the same request may succeed later (429, 5xx, dropped connection);
+    `partial_text` keeps whatever streamed before the failure so nothing is lost.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, partial_text: str = "", retry_after: float | None = None):
+        super().__init__(message)
+        self.partial_text = partial_text
+        self.retry_after = retry_after
+
+
+class RateLimited(ProviderError):
+    retryable = True
+
+
+class ServerError(ProviderError):
+    retryable = True
+
+
+class ConnectionLost(ProviderError):
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    """Misconfigured or down: retrying will not help until the user fixes something."""
+
+
+class BadResponse(ProviderError):
+    """The server answered, but not with something we can use (malformed chunk, empty reply)."""
+
+    retryable = True
+
+
+@dataclass
+class Completion:
+    """What one call produced. Token counts come from the server's usage when it sends them;
+    otherwise they are estimated and `usage_estimated` says so."""
+
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_estimated: bool = False
+    finish_reason: str | None = None
+    attempts: int = 1
+
+
+@dataclass
+class ChatStream:
+    """An async iterator of text deltas; `completion` is complete once iteration ends."""
+
+    deltas: AsyncIterator[str]
+    completion: Completion = field(default_factory=Completion)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.deltas
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough, honest estimate for servers that send no usage: CJK characters count one token
+    each, other text about four characters a token. Results are flagged as estimates."""
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
+
+
+def estimate_messages_tokens(messages: Sequence[Message]) -> int:
+    return sum(estimate_tokens(m.get("content", "")) + 4 for m in messages) + 2
+
+
+class LLMClient:
+    """Base class for providers.
+
+    Capability attributes (class or instance):
+      name            -- shown to users ("local", "openai", a provider row's name)
+      model           -- the model id sent with each request
+      concurrency     -- how many calls may run at once against this provider
+      streams_usage   -- whether the server reports token usage in the stream
+      context_window  -- tokens the model accepts, when known
+    """
+
+    name: str = "base"
+    model: str = ""
+    concurrency: int = 4
+    streams_usage: bool = False
+    context_window: int | None = None
+
+    def __init__(self) -> None:
+        self._limiters: dict[int, asyncio.Semaphore] = {}
+
+    @property
+    def limiter(self) -> asyncio.Semaphore:
+        """A semaphore per event loop bounding concurrent calls (semaphores bind to one loop)."""
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id not in self._limiters:
+            self._limiters[loop_id] = asyncio.Semaphore(max(1, self.concurrency))
+        return self._limiters[loop_id]
+
+    async def ensure_ready(self, on_status=None) -> None:
+        """Prepare the backend (e.g. start the local model).
+
+        `on_status` is an async callable: `await on_status("loading model")` reports progress to
+        the debate's viewers while this waits.
+        """
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+        temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> ChatStream:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return f"{self.name}:{self.model}"
