@@ -24,7 +24,7 @@ def unsafe_production_settings(app_configs, **kwargs):
         warnings.append(
             Warning(
                 "SECRET_KEY is the public development default.",
-                hint='Set SECRET_KEY to a long random value, e.g. the output of python -c '
+                hint="Set SECRET_KEY to a long random value, e.g. the output of python -c "
                 '"import secrets; print(secrets.token_urlsafe(50))".',
                 id="agora.W002",
             )

@@ -44,9 +44,7 @@ class Library(models.Model):
         verbose_name_plural = _("libraries")
         ordering = ["slug"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(format__in=Format.values), name="library_format_known"
-            ),
+            models.CheckConstraint(condition=Q(format__in=Format.values), name="library_format_known"),
         ]
 
     def __str__(self):
@@ -96,9 +94,7 @@ class Persona(models.Model):
     # Moderated-format manifest fields (debate-moderator seed): schema type and density score.
     schema_type = models.CharField(_("schema type"), max_length=40, blank=True)
     density_score = models.FloatField(_("density score"), null=True, blank=True)
-    source = models.CharField(
-        _("source"), max_length=40, default="bundled", help_text=_("bundled or external-import")
-    )
+    source = models.CharField(_("source"), max_length=40, default="bundled", help_text=_("bundled or external-import"))
     updated_at = models.DateTimeField(auto_now=True)
 
     TEXT_FIELDS = (
@@ -114,12 +110,8 @@ class Persona(models.Model):
         verbose_name_plural = _("personas")
         ordering = ["library__slug", "slug"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(slug__regex=SLUG_PATTERN), name="persona_slug_format"
-            ),
-            models.CheckConstraint(
-                condition=Q(kind__in=["debater", "host", "moderator"]), name="persona_kind_known"
-            ),
+            models.CheckConstraint(condition=Q(slug__regex=SLUG_PATTERN), name="persona_slug_format"),
+            models.CheckConstraint(condition=Q(kind__in=["debater", "host", "moderator"]), name="persona_kind_known"),
             models.CheckConstraint(
                 condition=Q(tier__in=["", "l1", "l2", "l3", "master", "panel"]),
                 name="persona_tier_known",
@@ -149,7 +141,8 @@ class Persona(models.Model):
             "adversarial_rules": "对抗规则 Adversarial rules",
             "expression_style": "表达风格 Expression style",
         }
-        parts = [f"## {labels[f]}\n{getattr(self, f).strip()}" for f in self.TEXT_FIELDS if getattr(self, f).strip()]
+        texts = {f: getattr(self, f).strip() for f in self.TEXT_FIELDS}
+        parts = [f"## {labels[f]}\n{text}" for f, text in texts.items() if text]
         return "\n\n".join(parts)
 
 

@@ -122,8 +122,13 @@ def _position_moved(text: str) -> bool | None:
 
 
 def _speech_plan(
-    ctx: DebateContext, round_no: int, speaker: PersonaSpec, opponent: PersonaSpec,
-    opponent_summary: str, ammo: list[CritiqueSpec], rounds: int,
+    ctx: DebateContext,
+    round_no: int,
+    speaker: PersonaSpec,
+    opponent: PersonaSpec,
+    opponent_summary: str,
+    ammo: list[CritiqueSpec],
+    rounds: int,
 ) -> TurnPlan:
     question = ctx.spec.question
     side = f"你代表「{speaker.name}」（{speaker.tradition or '本派'}）的立场，对手是「{opponent.name}」。"
@@ -177,8 +182,13 @@ async def run(ctx: DebateContext) -> None:
     ammo = {a.slug: ammunition(spec.critiques, a.slug, b.slug), b.slug: ammunition(spec.critiques, b.slug, a.slug)}
     report = ReportBuilder(ctx, title=spec.question)
     report.data.update(
-        {"pair_key": pairing.key, "pairing": pairing.how, "rounds_planned": rounds,
-         "personas": [a.slug, b.slug], "ammunition": {k: len(v) for k, v in ammo.items()}}
+        {
+            "pair_key": pairing.key,
+            "pairing": pairing.how,
+            "rounds_planned": rounds,
+            "personas": [a.slug, b.slug],
+            "ammunition": {k: len(v) for k, v in ammo.items()},
+        }
     )
     if not ammo[a.slug] or not ammo[b.slug]:
         await ctx.warn("one_sided_coverage", ONE_SIDED_WARNING)
@@ -190,16 +200,16 @@ async def run(ctx: DebateContext) -> None:
         await ctx.phase(round_no, "duel", f"第 {round_no} 轮 Round {round_no}")
         moved = {}
         for speaker, opponent in ((a, b), (b, a)):
-            plan = _speech_plan(
-                ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds
-            )
+            plan = _speech_plan(ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds)
             result = await ctx.turn(plan)
             previous = latest[speaker.slug]
             latest[speaker.slug] = result.summary
             round_summaries.append({"round": round_no, "speaker_slug": speaker.slug, "summary": result.summary})
             declared = result.data.get("moved")
-            moved[speaker.slug] = declared if declared is not None else (
-                not previous or similarity(previous, result.summary) < STILL_SIMILARITY
+            moved[speaker.slug] = (
+                declared
+                if declared is not None
+                else (not previous or similarity(previous, result.summary) < STILL_SIMILARITY)
             )
         if round_no >= 2 and not any(moved.values()) and round_no < rounds:
             await ctx.warn("early_stop", f"第 {round_no} 轮双方立场均未移动，提前收束。Positions stopped moving.")
@@ -231,11 +241,12 @@ def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: l
         phase="close",
         speaker=orchestrator,
         messages=compose(
-            orchestrator, decorator, material=f"## 轮次摘要 round_summaries\n{lines}",
+            orchestrator,
+            decorator,
+            material=f"## 轮次摘要 round_summaries\n{lines}",
             output_format="分三段：双方主张；分歧所在；可互相参照之处。最后一行“小结：…”（不超过80字）。",
             duty="你只有记录与综合之责，没有裁决之权。",
         ),
         max_tokens=ctx.spec.options.max_tokens.get("close", CLOSE_TOKENS),
         summary_limit=SUMMARY_LIMIT,
     )
-

@@ -46,9 +46,16 @@ def validate_manifests(seats: list[SeatSpec]) -> tuple[list[SeatSpec], list[str]
     kept, dropped, warnings = [], [], []
     for seat in seats:
         p = seat.persona
-        missing = [name for name, value in (("name", p.name), ("description", p.description),
-                                            ("schema_type", p.schema_type), ("density_score", p.density_score))
-                   if value in (None, "")]
+        missing = [
+            name
+            for name, value in (
+                ("name", p.name),
+                ("description", p.description),
+                ("schema_type", p.schema_type),
+                ("density_score", p.density_score),
+            )
+            if value in (None, "")
+        ]
         if missing:
             dropped.append(f"{p.slug}: missing {', '.join(missing)}")
             continue
@@ -92,8 +99,9 @@ def next_free(participants: list[Participant], last: Participant | None) -> Part
     """Free-form: the moderator gives the floor to whoever has spoken least; among equals, someone
     the last speech named, then seat order. Counts stay within one of each other."""
     fewest = min(len(p.speeches) for p in participants)
-    candidates = [p for p in participants if len(p.speeches) == fewest and p is not last] or \
-                 [p for p in participants if len(p.speeches) == fewest]
+    candidates = [p for p in participants if len(p.speeches) == fewest and p is not last] or [
+        p for p in participants if len(p.speeches) == fewest
+    ]
     if last and last.speeches:
         named = [p for p in candidates if p.persona.name in last.speeches[-1].text]
         if named:
@@ -140,21 +148,31 @@ async def run(ctx: DebateContext) -> str:
     for text in low_density:
         await ctx.warn("low_density", text)
     if len(kept) < 2:
-        raise DebateAborted(f"剔除后只剩 {len(kept)} 位参与者，至少需要 2 位。Fewer than 2 participants.",
-                            outcome="refused")
+        raise DebateAborted(
+            f"剔除后只剩 {len(kept)} 位参与者，至少需要 2 位。Fewer than 2 participants.", outcome="refused"
+        )
     if mode == "position-based":
         sides = {s.position for s in kept}
         if not {"for", "against"} <= sides:
-            raise DebateAborted("立场模式需要至少一位支持方和一位反对方。Position-based needs a for and an against side.",
-                                outcome="refused")
+            raise DebateAborted(
+                "立场模式需要至少一位支持方和一位反对方。Position-based needs a for and an against side.",
+                outcome="refused",
+            )
     participants = [Participant(s) for s in kept]
     rounds = spec.options.rounds or int(spec.protocol.get("default_rounds", DEFAULT_ROUNDS))
     max_chars = spec.options.max_chars or int(spec.protocol.get("max_chars", DEFAULT_MAX_CHARS))
     ctx.ledger.cap = spec.options.token_budget or int(spec.protocol.get("token_budget", DEFAULT_BUDGET))
     moderator = spec.host or PersonaSpec(slug="moderator", name="主持人", kind="moderator")
     report = ReportBuilder(ctx, title=spec.question)
-    report.data.update({"mode": mode, "rounds": rounds, "max_chars": max_chars,
-                        "participants": [p.persona.slug for p in participants], "flags": []})
+    report.data.update(
+        {
+            "mode": mode,
+            "rounds": rounds,
+            "max_chars": max_chars,
+            "participants": [p.persona.slug for p in participants],
+            "flags": [],
+        }
+    )
     history: list[TurnResult] = []
     budget_stop = False
     for round_no in range(1, rounds + 1):
@@ -164,8 +182,9 @@ async def run(ctx: DebateContext) -> str:
         order = schedule(mode, participants) if mode != "free-form" else [None] * len(participants)
         for planned in order:
             speaker = last = planned or next_free(participants, last)
-            result = await _speak(ctx, speaker, participants, history, round_no, rounds, round_name, mode, max_chars,
-                                  report)
+            result = await _speak(
+                ctx, speaker, participants, history, round_no, rounds, round_name, mode, max_chars, report
+            )
             history.append(result)
             if ctx.ledger.exceeded:
                 break
@@ -188,22 +207,30 @@ def _owner(participants: list[Participant], result: TurnResult) -> Participant:
     return next(p for p in participants if p.persona.slug == result.speaker.slug)
 
 
-async def _speak(ctx, speaker: Participant, participants, history, round_no, rounds, round_name, mode, max_chars,
-                 report) -> TurnResult:
+async def _speak(
+    ctx, speaker: Participant, participants, history, round_no, rounds, round_name, mode, max_chars, report
+) -> TurnResult:
     persona = speaker.persona
     position = POSITION_NAMES.get(speaker.seat.position, speaker.seat.position)
-    context = "\n\n".join(f"【{r.speaker.name}】{r.text}" for r in history[-CONTEXT_SPEECHES:]) or "（你是第一位发言者。）"
+    context = (
+        "\n\n".join(f"【{r.speaker.name}】{r.text}" for r in history[-CONTEXT_SPEECHES:]) or "（你是第一位发言者。）"
+    )
     task = {1: "陈述你对问题的核心看法与理由。"}.get(round_no, "回应之前的发言：指出你同意和不同意之处，并推进论证。")
     if round_no == rounds and rounds > 1:
         task = "总结陈词：给出你的最终立场与最关键的理由。"
     decorator = TaskDecorator(
-        topic=ctx.spec.question, facts=ctx.spec.options.evidence, user_context=ctx.spec.options.user_context,
+        topic=ctx.spec.question,
+        facts=ctx.spec.options.evidence,
+        user_context=ctx.spec.options.user_context,
         domain_bridge=domain_bridge(persona),
         rules=[
-            "你正在参与一场多 persona 辩论。", f"你的角色：作为“{persona.name}”发言，严格以你的视角与风格回答，不要扮演他人。",
-            f"当前模式：{mode}", f"当前轮次：{round_name}（第 {round_no}/{rounds} 轮）",
+            "你正在参与一场多 persona 辩论。",
+            f"你的角色：作为“{persona.name}”发言，严格以你的视角与风格回答，不要扮演他人。",
+            f"当前模式：{mode}",
+            f"当前轮次：{round_name}（第 {round_no}/{rounds} 轮）",
             f"你被分派的立场：{position}" + ("（整篇发言都要站在这个立场上）" if speaker.seat.position else ""),
-            f"最大字数：{max_chars}（超出会被主持人截断）", task,
+            f"最大字数：{max_chars}（超出会被主持人截断）",
+            task,
         ],
     )
     key = f"speech:{round_no}:{persona.slug}:{len(speaker.speeches) + 1}"
@@ -213,12 +240,20 @@ async def _speak(ctx, speaker: Participant, participants, history, round_no, rou
         return kept, {"cut": was_cut, "position": speaker.seat.position}
 
     plan = TurnPlan(
-        key=key, round=round_no, phase="speech", speaker=persona,
-        messages=compose(persona, decorator, material=f"## 相关上下文（之前的发言）\n{context}",
-                         output_format=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，"
-                                       "不要写“作为 X 我会说”。"),
-        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]), summary_limit=80,
-        stop=[f"\n【{p.persona.name}】" for p in participants if p is not speaker][:4], client=speaker.seat.client,
+        key=key,
+        round=round_no,
+        phase="speech",
+        speaker=persona,
+        messages=compose(
+            persona,
+            decorator,
+            material=f"## 相关上下文（之前的发言）\n{context}",
+            output_format=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，不要写“作为 X 我会说”。",
+        ),
+        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]),
+        summary_limit=80,
+        stop=[f"\n【{p.persona.name}】" for p in participants if p is not speaker][:4],
+        client=speaker.seat.client,
         postprocess=post,
     )
     result = await ctx.turn(plan)
@@ -253,17 +288,31 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
         text = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
         fixes = []
     else:
-        decorator = TaskDecorator(topic=ctx.spec.question, rules=[
-            "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
-            "先用三到五条中性要点概括各方观点与分歧，再给出裁决。",
-            f"裁决必须严格使用固定句式：“{VERDICT_FORM}…”"])
-        result = await ctx.turn(TurnPlan(
-            key="moderator:verdict", round=len(history) + 1, phase="host", speaker=moderator,
-            messages=compose(moderator, decorator, material=f"## 全部发言\n{speeches}",
-                             output_format=f"## 各方要点\n- …\n## 裁决\n{VERDICT_FORM}……（说明理由）",
-                             duty="主席，不是辩手。"),
-            max_tokens=ctx.spec.options.max_tokens.get("verdict", TOKENS["verdict"]), summary_limit=80,
-        ))
+        decorator = TaskDecorator(
+            topic=ctx.spec.question,
+            rules=[
+                "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
+                "先用三到五条中性要点概括各方观点与分歧，再给出裁决。",
+                f"裁决必须严格使用固定句式：“{VERDICT_FORM}…”",
+            ],
+        )
+        result = await ctx.turn(
+            TurnPlan(
+                key="moderator:verdict",
+                round=len(history) + 1,
+                phase="host",
+                speaker=moderator,
+                messages=compose(
+                    moderator,
+                    decorator,
+                    material=f"## 全部发言\n{speeches}",
+                    output_format=f"## 各方要点\n- …\n## 裁决\n{VERDICT_FORM}……（说明理由）",
+                    duty="主席，不是辩手。",
+                ),
+                max_tokens=ctx.spec.options.max_tokens.get("verdict", TOKENS["verdict"]),
+                summary_limit=80,
+            )
+        )
         text, fixes = enforce_verdict_form(result.text)
     report.data["verdict"] = text
     report.data["verdict_fixes"] = fixes

@@ -68,17 +68,33 @@ def _tokens(ctx: DebateContext, kind: str) -> int:
     return ctx.spec.options.max_tokens.get(kind, TOKENS[kind])
 
 
-def _host_plan(ctx: DebateContext, st: PanelState, key: str, task: str, material: str, fmt: str,
-               kind: str = "host", round_no: int = 0, exempt: bool = False, max_tokens: int | None = None):
+def _host_plan(
+    ctx: DebateContext,
+    st: PanelState,
+    key: str,
+    task: str,
+    material: str,
+    fmt: str,
+    kind: str = "host",
+    round_no: int = 0,
+    exempt: bool = False,
+    max_tokens: int | None = None,
+):
     decorator = TaskDecorator(
-        topic=ctx.spec.question, facts=st.evidence, user_context=ctx.spec.options.user_context,
+        topic=ctx.spec.question,
+        facts=st.evidence,
+        user_context=ctx.spec.options.user_context,
         rules=[task, "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"],
     )
     return TurnPlan(
-        key=key, round=round_no, phase="host", speaker=st.host,
-        messages=compose(st.host, decorator, material=material, output_format=fmt,
-                         duty="你是主持人，语言中性。"),
-        max_tokens=max_tokens or _tokens(ctx, kind), summary_limit=SUMMARY_LIMIT, exempt_from_cap=exempt,
+        key=key,
+        round=round_no,
+        phase="host",
+        speaker=st.host,
+        messages=compose(st.host, decorator, material=material, output_format=fmt, duty="你是主持人，语言中性。"),
+        max_tokens=max_tokens or _tokens(ctx, kind),
+        summary_limit=SUMMARY_LIMIT,
+        exempt_from_cap=exempt,
     )
 
 
@@ -86,14 +102,21 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
     """Admission: one of three proposition types, and falsifiable. Refuse with the reason."""
     question = ctx.spec.question.strip()
     if len(question) < 6:
-        raise DebateAborted("命题太短，无法判断其类型与可证伪性。The proposition is too short to admit.", outcome="refused")
-    result = await ctx.turn(_host_plan(
-        ctx, st, "host:admission",
-        "入场审查：判断命题类型（投资决策型 / 选择决策型 / 认知求真型 / 不适合），以及是否可证伪。"
-        "不可证伪的陈述、纯历史回顾、空泛的泛论、已形成强共识的命题都不适合。",
-        "", "四行：\n类型：…\n可证伪：是 / 否\n理由：一句话\n话题标识：3–6 个英文小写单词，用连字符连接",
-        exempt=True,
-    ))
+        raise DebateAborted(
+            "命题太短，无法判断其类型与可证伪性。The proposition is too short to admit.", outcome="refused"
+        )
+    result = await ctx.turn(
+        _host_plan(
+            ctx,
+            st,
+            "host:admission",
+            "入场审查：判断命题类型（投资决策型 / 选择决策型 / 认知求真型 / 不适合），以及是否可证伪。"
+            "不可证伪的陈述、纯历史回顾、空泛的泛论、已形成强共识的命题都不适合。",
+            "",
+            "四行：\n类型：…\n可证伪：是 / 否\n理由：一句话\n话题标识：3–6 个英文小写单词，用连字符连接",
+            exempt=True,
+        )
+    )
     kind_text = field_value(result.text, ("类型", "type"))
     falsifiable = field_value(result.text, ("可证伪", "falsifiable"))
     reason = field_value(result.text, ("理由", "reason")) or first_sentence(result.text)
@@ -106,11 +129,14 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
         raise DebateAborted(f"命题未通过入场审查：{clip(reason, 200)}", outcome="refused")
     if not kind:
         kind = "choice"
-        await ctx.warn("admission_unclear", "入场审查未能判明命题类型，按选择决策型处理。Type unclear; treated as a choice.")
+        await ctx.warn(
+            "admission_unclear", "入场审查未能判明命题类型，按选择决策型处理。Type unclear; treated as a choice."
+        )
     st.kind = kind
     report.data["proposition_type"] = kind
-    report.data["topic_slug"] = topic_slug(field_value(result.text, ("话题标识", "topic slug", "slug")),
-                                           ctx.spec.question, ("panel", "debate"))
+    report.data["topic_slug"] = topic_slug(
+        field_value(result.text, ("话题标识", "topic slug", "slug")), ctx.spec.question, ("panel", "debate")
+    )
 
 
 async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
@@ -120,23 +146,42 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
     budget = ctx.spec.options.research_budget or "standard"
     multiplier = CAP_MULTIPLIERS.get(budget, CAP_MULTIPLIERS["standard"])
     frames = "\n\n".join(f"### {r.name}\n{r.text}" for r in st.roles)
-    baseline = await ctx.turn(_host_plan(
-        ctx, st, "host:baseline", "基线测量：一次性的强提示，要求五种视角完整分析本命题。",
-        f"## 五种视角\n{frames}", "完整分析。", exempt=True, max_tokens=1,
-    ))
+    baseline = await ctx.turn(
+        _host_plan(
+            ctx,
+            st,
+            "host:baseline",
+            "基线测量：一次性的强提示，要求五种视角完整分析本命题。",
+            f"## 五种视角\n{frames}",
+            "完整分析。",
+            exempt=True,
+            max_tokens=1,
+        )
+    )
     allowance = len(st.roles) * ROUNDS * _tokens(ctx, "speech")
     baseline_tokens = baseline.prompt_tokens + allowance
     cap = ctx.spec.options.token_budget or int(baseline_tokens * multiplier)
     ctx.ledger.cap = cap
-    report.data["token_cap"] = {"research_budget": budget, "multiplier": multiplier,
-                                "baseline_tokens": baseline_tokens, "cap": cap}
+    report.data["token_cap"] = {
+        "research_budget": budget,
+        "multiplier": multiplier,
+        "baseline_tokens": baseline_tokens,
+        "cap": cap,
+    }
 
 
 async def _align_concepts(ctx: DebateContext, st: PanelState) -> None:
-    result = await ctx.turn(_host_plan(
-        ctx, st, "host:concepts", "概念对齐：从议题与材料中提炼 3–5 个核心概念，各给一个统一定义（口径边界）。",
-        "", "每行一个：- 概念：定义", round_no=0,
-    ))
+    result = await ctx.turn(
+        _host_plan(
+            ctx,
+            st,
+            "host:concepts",
+            "概念对齐：从议题与材料中提炼 3–5 个核心概念，各给一个统一定义（口径边界）。",
+            "",
+            "每行一个：- 概念：定义",
+            round_no=0,
+        )
+    )
     items = bullet_items(result.text, 5) or [line.strip() for line in result.text.splitlines() if "：" in line][:5]
     st.concepts = [clip(item, 160) for item in items]
     if len(st.concepts) < 3:
@@ -153,21 +198,31 @@ def _speech_postprocess(text: str) -> tuple[str, dict]:
     }
 
 
-def _role_plan(ctx: DebateContext, st: PanelState, role: PersonaSpec, round_no: int, rules: list[str],
-               material: str) -> TurnPlan:
+def _role_plan(
+    ctx: DebateContext, st: PanelState, role: PersonaSpec, round_no: int, rules: list[str], material: str
+) -> TurnPlan:
     concept_block = "\n".join(f"- {c}" for c in st.concepts)
     decorator = TaskDecorator(
-        topic=ctx.spec.question, facts=st.evidence, user_context=ctx.spec.options.user_context,
+        topic=ctx.spec.question,
+        facts=st.evidence,
+        user_context=ctx.spec.options.user_context,
         domain_bridge=domain_bridge(role),
-        rules=[f"你是五角色辩论中的「{role.name}」（{role.role or role.tier}），始终守住你自己的核心关切。",
-               f"命题类型：{TYPES.get(st.kind, st.kind)}。", *rules,
-               "概念一律使用下列统一定义：\n" + concept_block if concept_block else "概念按通常含义使用。"],
+        rules=[
+            f"你是五角色辩论中的「{role.name}」（{role.role or role.tier}），始终守住你自己的核心关切。",
+            f"命题类型：{TYPES.get(st.kind, st.kind)}。",
+            *rules,
+            "概念一律使用下列统一定义：\n" + concept_block if concept_block else "概念按通常含义使用。",
+        ],
     )
     others = [r.name for r in st.roles if r.slug != role.slug]
     return TurnPlan(
-        key=f"r{round_no}:{role.slug}", round=round_no, phase=f"r{round_no}", speaker=role,
+        key=f"r{round_no}:{role.slug}",
+        round=round_no,
+        phase=f"r{round_no}",
+        speaker=role,
         messages=compose(role, decorator, material=material, output_format=FIVE_PARTS),
-        max_tokens=_tokens(ctx, "speech"), summary_limit=SUMMARY_LIMIT,
+        max_tokens=_tokens(ctx, "speech"),
+        summary_limit=SUMMARY_LIMIT,
         stop=[f"\n{name}：" for name in others][:4],
         client=next((s.client for s in ctx.spec.seats if s.persona.slug == role.slug), None),
         postprocess=_speech_postprocess,
@@ -243,46 +298,102 @@ async def run(ctx: DebateContext) -> str:
     await _align_concepts(ctx, st)
 
     await ctx.phase(1, "r1", "R1 盲立论 Blind positions")
-    await _round(ctx, st, 1, [
-        _role_plan(ctx, st, r, 1, ["盲立论：你看不到任何其他角色的发言。R1 没有可反驳的对象，反驳写“无”，沉默声明写“无”。"], "")
-        for r in roles
-    ])
+    await _round(
+        ctx,
+        st,
+        1,
+        [
+            _role_plan(
+                ctx,
+                st,
+                r,
+                1,
+                ["盲立论：你看不到任何其他角色的发言。R1 没有可反驳的对象，反驳写“无”，沉默声明写“无”。"],
+                "",
+            )
+            for r in roles
+        ],
+    )
     if not _over_cap(ctx, st, 1):
         await ctx.phase(2, "r2", "R2 交叉回应 Cross-response")
-        await _round(ctx, st, 2, [
-            _role_plan(ctx, st, r, 2, ["逐条反驳他方的具体论点，引用须逐字摘录原文。"],
-                       f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=r.slug)}")
-            for r in _active(st)
-        ])
+        await _round(
+            ctx,
+            st,
+            2,
+            [
+                _role_plan(
+                    ctx,
+                    st,
+                    r,
+                    2,
+                    ["逐条反驳他方的具体论点，引用须逐字摘录原文。"],
+                    f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=r.slug)}",
+                )
+                for r in _active(st)
+            ],
+        )
     if not _over_cap(ctx, st, 2):
-        blind = await ctx.turn(_host_plan(
-            ctx, st, "host:aggregate2", "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
-            "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles), "最多 3 条：- 盲区：…", round_no=2,
-        ))
+        blind = await ctx.turn(
+            _host_plan(
+                ctx,
+                st,
+                "host:aggregate2",
+                "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
+                "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles),
+                "最多 3 条：- 盲区：…",
+                round_no=2,
+            )
+        )
         st.blind_spots = blind.text
         await ctx.phase(3, "r3", "R3 防御与修正 Defence and revision")
-        await _round(ctx, st, 3, [
-            _role_plan(ctx, st, r, 3, ["防御你被攻击的论点或修正立场，引用须逐字摘录。R3 是最后一个能承接新维度的发言轮。"],
-                       f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 你自己的 R2\n{st.speeches.get((r.slug, 2), '')}"
-                       f"\n\n## 他方 R2 原文\n{_raw(st, 2, exclude=r.slug)}\n\n## 主持人标注的盲区\n{st.blind_spots}")
-            for r in _active(st)
-        ])
+        await _round(
+            ctx,
+            st,
+            3,
+            [
+                _role_plan(
+                    ctx,
+                    st,
+                    r,
+                    3,
+                    ["防御你被攻击的论点或修正立场，引用须逐字摘录。R3 是最后一个能承接新维度的发言轮。"],
+                    f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 你自己的 R2\n{st.speeches.get((r.slug, 2), '')}"
+                    f"\n\n## 他方 R2 原文\n{_raw(st, 2, exclude=r.slug)}\n\n## 主持人标注的盲区\n{st.blind_spots}",
+                )
+                for r in _active(st)
+            ],
+        )
     if not _over_cap(ctx, st, 3):
         st.fronts = open_fronts(st)
         closing = [r for r in _active(st) if st.fronts.get(r.slug)]
         report.data["open_fronts"] = {k: len(v) for k, v in st.fronts.items()}
         if closing:
             await ctx.phase(4, "r4", "R4 检验交锋与终辩 Closing")
-            await _round(ctx, st, 4, [
-                _role_plan(ctx, st, r, 4, ["前半段逐条回应你的开放战线，只引用 R3；后半段给出终态立场与让步清单。禁止开新战线。"],
-                           "## 你的开放战线\n" + "\n".join(f"- {f}" for f in st.fronts[r.slug])
-                           + f"\n\n## R3 原文\n{_raw(st, 3)}")
-                for r in closing
-            ])
+            await _round(
+                ctx,
+                st,
+                4,
+                [
+                    _role_plan(
+                        ctx,
+                        st,
+                        r,
+                        4,
+                        ["前半段逐条回应你的开放战线，只引用 R3；后半段给出终态立场与让步清单。禁止开新战线。"],
+                        "## 你的开放战线\n"
+                        + "\n".join(f"- {f}" for f in st.fronts[r.slug])
+                        + f"\n\n## R3 原文\n{_raw(st, 3)}",
+                    )
+                    for r in closing
+                ],
+            )
         else:
             await ctx.warn("r4_skipped", "所有角色的开放战线均为空，跳过 R4。No open fronts: R4 skipped.")
     if st.stopped_by_cap is not None:
-        await ctx.warn("token_cap", f"Token 上限 {ctx.ledger.cap} 已超出，R{st.stopped_by_cap} 后硬终止。The token cap stopped the run.")
+        await ctx.warn(
+            "token_cap",
+            f"Token 上限 {ctx.ledger.cap} 已超出，R{st.stopped_by_cap} 后硬终止。The token cap stopped the run.",
+        )
         report.data["stopped_by_cap_after_round"] = st.stopped_by_cap
 
     checks = _check_citations(st)
@@ -300,48 +411,78 @@ def _check_citations(st: PanelState) -> list[citations.CitationCheck]:
 
 def evolution_table(st: PanelState) -> str:
     rounds = sorted({r for _, r in st.results})
-    rows = [[role.name] + [st.results[(role.slug, r)].summary if (role.slug, r) in st.results
-                           else ("（沉默）" if role.slug in st.silent else "—") for r in rounds]
-            for role in st.roles]
+    rows = [
+        [role.name]
+        + [
+            st.results[(role.slug, r)].summary
+            if (role.slug, r) in st.results
+            else ("（沉默）" if role.slug in st.silent else "—")
+            for r in rounds
+        ]
+        for role in st.roles
+    ]
     return table(["角色"] + [f"R{r}" for r in rounds], rows)
 
 
 async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> None:
     bad = [c for c in checks if not c.ok]
     review = [f"- 引用检查：共 {len(checks)} 处，未核实 {len(bad)} 处。"]
-    review += [f"  - ⚠️ {c.citing} 引用 {c.citation.speaker}·R{c.citation.round}“{clip(c.citation.quote, 40)}”：{_reason(c.reason)}"
-               for c in bad]
+    review += [
+        f"  - ⚠️ {c.citing} 引用 {c.citation.speaker}·R{c.citation.round}"
+        f"“{clip(c.citation.quote, 40)}”：{_reason(c.reason)}"
+        for c in bad
+    ]
     if not st.evidence:
         review.append(f"- {NO_EVIDENCE}")
     if ctx.ledger.estimated:
         review.append("- 部分 token 数为估算（服务器未报告用量）。")
     report.data["citation_check"] = [
-        {"citing": c.citing, "speaker": c.citation.speaker, "round": c.citation.round,
-         "quote": c.citation.quote, "ok": c.ok, "reason": c.reason} for c in checks
+        {
+            "citing": c.citing,
+            "speaker": c.citation.speaker,
+            "round": c.citation.round,
+            "quote": c.citation.quote,
+            "ok": c.ok,
+            "reason": c.reason,
+        }
+        for c in checks
     ]
     report.data["silent"] = sorted(st.silent)
     report.data["concepts"] = st.concepts
     if bad:
-        await ctx.warn("citations_unverified", f"{len(bad)} 处引用在被引发言中找不到。{len(bad)} cited point(s) not found.")
+        await ctx.warn(
+            "citations_unverified", f"{len(bad)} 处引用在被引发言中找不到。{len(bad)} cited point(s) not found."
+        )
 
     if st.stopped_by_cap is None:
-        verdict = await ctx.turn(_host_plan(
-            ctx, st, "host:verdict",
-            "撰写摘要版裁决书（面向普通读者，禁止术语黑话，不超过 1200 字）。",
-            f"## 立场演化\n{evolution_table(st)}\n\n## 各方最终发言\n" + _final_speeches(st),
-            "依次四节：\n## 辩论精华（2–3 条穿透性引文）\n## 三区（共识区 / 分歧区 / 未决区）\n## 综合判断\n"
-            f"## 结论产出（{_conclusion_kind(st.kind)}）",
-            kind="verdict", round_no=5,
-        ))
+        verdict = await ctx.turn(
+            _host_plan(
+                ctx,
+                st,
+                "host:verdict",
+                "撰写摘要版裁决书（面向普通读者，禁止术语黑话，不超过 1200 字）。",
+                f"## 立场演化\n{evolution_table(st)}\n\n## 各方最终发言\n" + _final_speeches(st),
+                "依次四节：\n## 辩论精华（2–3 条穿透性引文）\n## 三区（共识区 / 分歧区 / 未决区）\n## 综合判断\n"
+                f"## 结论产出（{_conclusion_kind(st.kind)}）",
+                kind="verdict",
+                round_no=5,
+            )
+        )
         verdict_text = clip(verdict.text, VERDICT_LIMIT)
     else:
-        verdict_text = clip("Token 上限已到，主持人未生成裁决书。以下为各角色最后的小结：\n"
-                            + "\n".join(f"- {r.name}：{_last_summary(st, r)}" for r in st.roles), VERDICT_LIMIT)
+        verdict_text = clip(
+            "Token 上限已到，主持人未生成裁决书。以下为各角色最后的小结：\n"
+            + "\n".join(f"- {r.name}：{_last_summary(st, r)}" for r in st.roles),
+            VERDICT_LIMIT,
+        )
     report.data["verdict"] = verdict_text
     report.verdict_sections.append(("裁决书 Verdict", verdict_text))
     report.transcript_sections += [
-        ("执行信息 Execution", f"执行模式 execution_mode: {report.data['execution_mode']} · "
-                              f"命题类型: {TYPES.get(st.kind, st.kind)} · topic_slug: {report.data.get('topic_slug', '')}"),
+        (
+            "执行信息 Execution",
+            f"执行模式 execution_mode: {report.data['execution_mode']} · "
+            f"命题类型: {TYPES.get(st.kind, st.kind)} · topic_slug: {report.data.get('topic_slug', '')}",
+        ),
         ("概念对齐 Concepts", "\n".join(f"- {c}" for c in st.concepts) or "—"),
         ("立场演化表 Position evolution", evolution_table(st)),
         ("数据可靠性审查 Data reliability", "\n".join(review)),
@@ -350,8 +491,11 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
 
 
 def _reason(code: str) -> str:
-    return {"quoted point not found": "被引发言中没有这段话", "no such speech": "被引的发言不存在",
-            "unknown speaker": "被引角色不存在"}.get(code, code)
+    return {
+        "quoted point not found": "被引发言中没有这段话",
+        "no such speech": "被引的发言不存在",
+        "unknown speaker": "被引角色不存在",
+    }.get(code, code)
 
 
 def _conclusion_kind(kind: str) -> str:
@@ -372,4 +516,3 @@ def _final_speeches(st: PanelState) -> str:
         if last:
             blocks.append(f"### {role.name}·R{last}\n{clip(st.speeches[(role.slug, last)], 900)}")
     return "\n\n".join(blocks)
-

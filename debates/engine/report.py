@@ -12,8 +12,15 @@ from typing import Any
 from debates.engine import events as ev
 
 PHASE_TITLES = {
-    "duel": "对辩", "close": "收束", "r1": "R1 立论", "r2": "R2 交锋", "r3": "R3 修正", "r4": "R4 终辩",
-    "host": "主持", "speech": "发言", "direct": "直接回答",
+    "duel": "对辩",
+    "close": "收束",
+    "r1": "R1 立论",
+    "r2": "R2 交锋",
+    "r3": "R3 修正",
+    "r4": "R4 终辩",
+    "host": "主持",
+    "speech": "发言",
+    "direct": "直接回答",
 }
 
 
@@ -68,10 +75,14 @@ class ReportBuilder:
         data["warnings"] = [{"code": w.code, "text": w.text} for w in self.ctx.warnings]
         data["ledger"] = self.ctx.ledger.as_dict()
         data["turns"] = [
-            {"key": r.key, "round": r.round, "phase": r.phase, "speaker": r.speaker.slug,
-             "summary": r.summary, "data": r.data}
+            {
+                "key": r.key,
+                "round": r.round,
+                "phase": r.phase,
+                "speaker": r.speaker.slug,
+                "summary": r.summary,
+                "data": r.data,
+            }
             for r in self.ctx.transcript()
         ]
-        await self.ctx.emit(
-            ev.Report(self.verdict_markdown(verdict_heading), self.transcript_markdown(), data)
-        )
+        await self.ctx.emit(ev.Report(self.verdict_markdown(verdict_heading), self.transcript_markdown(), data))

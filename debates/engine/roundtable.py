@@ -25,13 +25,35 @@ DEFAULT_HOST = PersonaSpec(slug="roundtable-host", name="圆桌主持", kind="ho
 
 # Suitability: questions better answered directly than debated (seed §一).
 UNSUITABLE = {
-    "simple fact": (r"^(什么是|何为|.{0,20}是什么[？?]?$|.{0,30}的定义|define\b|what is\b|what are\b|who is\b|when did\b)",),
+    "simple fact": (
+        r"^(什么是|何为|.{0,20}是什么[？?]?$|.{0,30}的定义|define\b|what is\b|what are\b|who is\b|when did\b)",
+    ),
     "single bug fix": (r"(报错|bug|异常栈|stack ?trace|traceback|编译错误|怎么修复|fix (this|the|my) )",),
     "urgent": (r"(紧急|马上|立刻|今天之内|right now|urgent|asap)",),
     "already decided": (r"(已经决定|已决定|已经定了|just (tell|help) me (how )?to execute|已拍板)",),
 }
-CHALLENGE_WORDS = ("漏洞", "质疑", "不同意", "反对", "问题在于", "站不住", "错在", "忽略了", "忽视了", "缺陷", "风险在于",
-                   "不成立", "低估", "高估", "flaw", "disagree", "wrong", "overlook", "challenge", "fails")
+CHALLENGE_WORDS = (
+    "漏洞",
+    "质疑",
+    "不同意",
+    "反对",
+    "问题在于",
+    "站不住",
+    "错在",
+    "忽略了",
+    "忽视了",
+    "缺陷",
+    "风险在于",
+    "不成立",
+    "低估",
+    "高估",
+    "flaw",
+    "disagree",
+    "wrong",
+    "overlook",
+    "challenge",
+    "fails",
+)
 CONFIDENCE = {"高": "high", "中": "medium", "低": "low", "high": "high", "medium": "medium", "low": "low"}
 
 
@@ -43,8 +65,9 @@ def suitability(question: str) -> tuple[bool, str]:
     return True, ""
 
 
-def recommend_roles(question: str, templates: list[DomainTemplateSpec], pool: list[PersonaSpec],
-                    mode: str = "standard") -> tuple[list[PersonaSpec], DomainTemplateSpec | None]:
+def recommend_roles(
+    question: str, templates: list[DomainTemplateSpec], pool: list[PersonaSpec], mode: str = "standard"
+) -> tuple[list[PersonaSpec], DomainTemplateSpec | None]:
     """A good table is 2 L1 + 3 L2: the best-matching domain template's roles, else keywords."""
     (low, high), _ = MODES.get(mode, MODES["standard"])
     by_slug = {p.slug: p for p in pool}
@@ -54,8 +77,9 @@ def recommend_roles(question: str, templates: list[DomainTemplateSpec], pool: li
     roles = [by_slug[s] for s in template.roles if s in by_slug] if template else []
     if not roles:
         stances = [p for p in pool if p.tier == "l1"]
-        experts = sorted((p for p in pool if p.tier == "l2"),
-                         key=lambda p: (-sum(k.lower() in q for k in p.keywords), p.slug))
+        experts = sorted(
+            (p for p in pool if p.tier == "l2"), key=lambda p: (-sum(k.lower() in q for k in p.keywords), p.slug)
+        )
         first = next((p for p in stances if p.slug == "devil-advocate"), stances[0] if stances else None)
         picked = [first] if first else []
         picked += [p for p in stances if p not in picked][: 2 - len(picked)]
@@ -78,8 +102,12 @@ def _r1_post(text: str) -> tuple[str, dict]:
     confidence = next((v for k, v in CONFIDENCE.items() if k in confidence_raw.lower()), "")
     arguments = bullet_items(field_value(text, ("论据", "arguments"), multiline=True), 3) or bullet_items(text, 3)
     thesis = field_value(text, ("核心论点", "论点", "thesis")) or first_sentence(text)
-    return text, {"thesis": clip(first_sentence(thesis) or thesis, 160), "arguments": arguments,
-                  "confidence": confidence or "medium", "confidence_stated": bool(confidence)}
+    return text, {
+        "thesis": clip(first_sentence(thesis) or thesis, 160),
+        "arguments": arguments,
+        "confidence": confidence or "medium",
+        "confidence_stated": bool(confidence),
+    }
 
 
 def is_agree_and_add(text: str, other_names: list[str]) -> bool:
@@ -100,26 +128,46 @@ def _r3_post(veto_right: bool):
             data["veto_claimed"] = veto.startswith(("是", "yes", "行使"))
             data["failure_scenario"] = scenario
         return text, data
+
     return post
 
 
-def _plan(ctx: DebateContext, st: TableState, role: PersonaSpec, key: str, round_no: int, phase: str,
-          rules: list[str], material: str, fmt: str, post=None) -> TurnPlan:
+def _plan(
+    ctx: DebateContext,
+    st: TableState,
+    role: PersonaSpec,
+    key: str,
+    round_no: int,
+    phase: str,
+    rules: list[str],
+    material: str,
+    fmt: str,
+    post=None,
+) -> TurnPlan:
     decorator = TaskDecorator(
-        topic=ctx.spec.question, facts=st.facts, user_context=ctx.spec.options.user_context,
+        topic=ctx.spec.question,
+        facts=st.facts,
+        user_context=ctx.spec.options.user_context,
         domain_bridge=domain_bridge(role),
         rules=[f"圆桌讨论，你是「{role.name}」。保持你的认知立场，不要变成别的角色。", *rules],
     )
     return TurnPlan(
-        key=key, round=round_no, phase=phase, speaker=role,
+        key=key,
+        round=round_no,
+        phase=phase,
+        speaker=role,
         messages=compose(role, decorator, material=material, output_format=fmt),
-        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]), summary_limit=SUMMARY_LIMIT,
-        client=next((s.client for s in ctx.spec.seats if s.persona.slug == role.slug), None), postprocess=post,
+        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]),
+        summary_limit=SUMMARY_LIMIT,
+        client=next((s.client for s in ctx.spec.seats if s.persona.slug == role.slug), None),
+        postprocess=post,
     )
 
 
 def _all_r1(st: TableState) -> str:
-    return "\n\n".join(f"### {r.name}·R1\n{st.speeches[(r.slug, 1)].text}" for r in st.roles if (r.slug, 1) in st.speeches)
+    return "\n\n".join(
+        f"### {r.name}·R1\n{st.speeches[(r.slug, 1)].text}" for r in st.roles if (r.slug, 1) in st.speeches
+    )
 
 
 async def run(ctx: DebateContext) -> str:
@@ -145,16 +193,37 @@ async def run(ctx: DebateContext) -> str:
 
     if mode == "deep":
         await ctx.phase(0, "research", "检索 Research")
-        research = await ctx.turn(_host_plan(ctx, st, "host:research", "深度模式的检索准备：列出本议题需要核实的关键事实与数据口径（不得编造数据，不确定就标注待核实）。",
-                                             "", "- 事实/数据：…（来源或“待核实”）"))
+        research = await ctx.turn(
+            _host_plan(
+                ctx,
+                st,
+                "host:research",
+                "深度模式的检索准备：列出本议题需要核实的关键事实与数据口径（不得编造数据，不确定就标注待核实）。",
+                "",
+                "- 事实/数据：…（来源或“待核实”）",
+            )
+        )
         st.facts = "\n\n".join(filter(None, [st.facts, research.text]))
 
     await ctx.phase(1, "r1", "轮次 1 · 独立陈述 Independent statements")
     r1_fmt = "核心论点：一句话\n论据：\n1. …\n2. …\n（2–3 条）\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
-    for result in await ctx.parallel([
-        _plan(ctx, st, r, f"r1:{r.slug}", 1, "r1", ["轮次 1：只看议题，看不到其他角色的发言（防锚定）。"], "", r1_fmt, _r1_post)
-        for r in roles
-    ]):
+    for result in await ctx.parallel(
+        [
+            _plan(
+                ctx,
+                st,
+                r,
+                f"r1:{r.slug}",
+                1,
+                "r1",
+                ["轮次 1：只看议题，看不到其他角色的发言（防锚定）。"],
+                "",
+                r1_fmt,
+                _r1_post,
+            )
+            for r in roles
+        ]
+    ):
         st.speeches[(result.speaker.slug, 1)] = result
         if not result.data.get("confidence_stated"):
             await ctx.warn("confidence_missing", f"{result.speaker.name} 未标注置信度，按“中”记录。")
@@ -176,18 +245,33 @@ async def run(ctx: DebateContext) -> str:
 
 async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
     await ctx.phase(2, "r2", "轮次 2 · 交叉质询 Cross-examination")
-    fmt = ("质询对象：你要挑战的角色名\n漏洞：对方核心论点的具体漏洞（不许“同意并补充”）\n"
-           "你的立场：一句话\n小结：一句话（不超过 80 字）")
-    rules = ["你看得到所有人的轮次 1 发言。", "必须挑战至少一个其他角色的核心论点，指出具体漏洞。禁止“同意并补充”式的表演性和谐。"]
-    plans = [_plan(ctx, st, r, f"r2:{r.slug}", 2, "r2", rules, "## 轮次 1 全部发言\n" + _all_r1(st), fmt) for r in st.roles]
+    fmt = (
+        "质询对象：你要挑战的角色名\n漏洞：对方核心论点的具体漏洞（不许“同意并补充”）\n"
+        "你的立场：一句话\n小结：一句话（不超过 80 字）"
+    )
+    rules = [
+        "你看得到所有人的轮次 1 发言。",
+        "必须挑战至少一个其他角色的核心论点，指出具体漏洞。禁止“同意并补充”式的表演性和谐。",
+    ]
+    plans = [
+        _plan(ctx, st, r, f"r2:{r.slug}", 2, "r2", rules, "## 轮次 1 全部发言\n" + _all_r1(st), fmt) for r in st.roles
+    ]
     results = await ctx.parallel(plans)
     for role, result in zip(st.roles, results, strict=True):
         others = [r.name for r in st.roles if r.slug != role.slug]
         if is_agree_and_add(result.text, others):
             await ctx.warn("agree_and_add", f"{role.name} 的质询是“同意并补充”，已退回重写一次。Sent back once.")
-            resend = _plan(ctx, st, role, f"r2:{role.slug}:resend", 2, "r2", rules + [
-                "你上一版没有挑战任何人，被主持人退回。这一次必须点名一位角色并指出其核心论点的具体漏洞。"],
-                "## 轮次 1 全部发言\n" + _all_r1(st) + f"\n\n## 你被退回的上一版\n{result.text}", fmt)
+            resend = _plan(
+                ctx,
+                st,
+                role,
+                f"r2:{role.slug}:resend",
+                2,
+                "r2",
+                rules + ["你上一版没有挑战任何人，被主持人退回。这一次必须点名一位角色并指出其核心论点的具体漏洞。"],
+                "## 轮次 1 全部发言\n" + _all_r1(st) + f"\n\n## 你被退回的上一版\n{result.text}",
+                fmt,
+            )
             result = await ctx.turn(resend)
             if is_agree_and_add(result.text, others):
                 await ctx.warn("agree_and_add_kept", f"{role.name} 退回后仍未提出具体质疑。")
@@ -199,12 +283,26 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
     r2 = "\n\n".join(f"### {r.name}·R2\n{st.speeches[(r.slug, 2)].text}" for r in st.roles)
     plans = []
     for role in st.roles:
-        fmt = "决定：修正 / 坚持\n理由：修正给理由，坚持给反驳\n最终立场：一句话\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
+        fmt = (
+            "决定：修正 / 坚持\n理由：修正给理由，坚持给反驳\n最终立场：一句话\n"
+            "置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
+        )
         if role.veto_right:
             fmt += "\n否决：是 / 否（你有一票否决权，但只有附上具体失败场景才有效）\n失败场景：具体描述方案会怎样失败"
-        plans.append(_plan(ctx, st, role, f"r3:{role.slug}", 3, "r3", ["回应针对你的质询。"],
-                           f"## 你的轮次 1\n{st.speeches[(role.slug, 1)].text}\n\n## 轮次 2 全部质询\n{r2}", fmt,
-                           _r3_post(role.veto_right)))
+        plans.append(
+            _plan(
+                ctx,
+                st,
+                role,
+                f"r3:{role.slug}",
+                3,
+                "r3",
+                ["回应针对你的质询。"],
+                f"## 你的轮次 1\n{st.speeches[(role.slug, 1)].text}\n\n## 轮次 2 全部质询\n{r2}",
+                fmt,
+                _r3_post(role.veto_right),
+            )
+        )
     for result in await ctx.parallel(plans):
         st.speeches[(result.speaker.slug, 3)] = result
         data = result.data
@@ -219,11 +317,21 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
 
 
 def _host_plan(ctx: DebateContext, st: TableState, key: str, task: str, material: str, fmt: str) -> TurnPlan:
-    decorator = TaskDecorator(topic=ctx.spec.question, facts=st.facts, user_context=ctx.spec.options.user_context,
-                              rules=[task, "你是主持人，只做归纳，不代表任何一方。"])
-    return TurnPlan(key=key, round=st.rounds + 1, phase="host", speaker=st.host,
-                    messages=compose(st.host, decorator, material=material, output_format=fmt),
-                    max_tokens=ctx.spec.options.max_tokens.get("host", TOKENS["host"]), summary_limit=SUMMARY_LIMIT)
+    decorator = TaskDecorator(
+        topic=ctx.spec.question,
+        facts=st.facts,
+        user_context=ctx.spec.options.user_context,
+        rules=[task, "你是主持人，只做归纳，不代表任何一方。"],
+    )
+    return TurnPlan(
+        key=key,
+        round=st.rounds + 1,
+        phase="host",
+        speaker=st.host,
+        messages=compose(st.host, decorator, material=material, output_format=fmt),
+        max_tokens=ctx.spec.options.max_tokens.get("host", TOKENS["host"]),
+        summary_limit=SUMMARY_LIMIT,
+    )
 
 
 SECTIONS = {
@@ -240,7 +348,10 @@ def split_sections(text: str) -> dict[str, str]:
     current = None
     for line in text.splitlines():
         head = re.sub(r"^[#\s*\d.、一二三四]+", "", line).strip("*：: ")
-        key = next((k for k, words in SECTIONS.items() if head and len(head) <= 20 and any(w in head.lower() for w in words)), None)
+        key = next(
+            (k for k, words in SECTIONS.items() if head and len(head) <= 20 and any(w in head.lower() for w in words)),
+            None,
+        )
         if key:
             current = key
             found.setdefault(key, "")
@@ -253,14 +364,28 @@ def split_sections(text: str) -> dict[str, str]:
 async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder) -> None:
     last = max(r for _, r in st.speeches)
     finals = "\n\n".join(f"### {r.name}·R{last}\n{st.speeches[(r.slug, last)].text}" for r in st.roles)
-    r1 = table(["角色", "核心论点", "置信度"], [[r.name, st.speeches[(r.slug, 1)].data.get("thesis", ""),
-                                            st.speeches[(r.slug, 1)].data.get("confidence", "")] for r in st.roles])
-    result = await ctx.turn(_host_plan(
-        ctx, st, "host:synthesis", "整合输出：共识、分歧、行动指南、风险提示。",
-        f"## 轮次 1 立论\n{r1}\n\n## 最终发言\n{finals}",
-        "四节，标题依次为：\n## 共识（所有角色都同意、置信度高的结论）\n## 分歧（各方立场 + 理由 + 置信度）\n"
-        "## 行动指南（具体、可执行、按优先级编号）\n## 风险提示（魔鬼代言人未解决的反对意见）",
-    ))
+    r1 = table(
+        ["角色", "核心论点", "置信度"],
+        [
+            [
+                r.name,
+                st.speeches[(r.slug, 1)].data.get("thesis", ""),
+                st.speeches[(r.slug, 1)].data.get("confidence", ""),
+            ]
+            for r in st.roles
+        ],
+    )
+    result = await ctx.turn(
+        _host_plan(
+            ctx,
+            st,
+            "host:synthesis",
+            "整合输出：共识、分歧、行动指南、风险提示。",
+            f"## 轮次 1 立论\n{r1}\n\n## 最终发言\n{finals}",
+            "四节，标题依次为：\n## 共识（所有角色都同意、置信度高的结论）\n## 分歧（各方立场 + 理由 + 置信度）\n"
+            "## 行动指南（具体、可执行、按优先级编号）\n## 风险提示（魔鬼代言人未解决的反对意见）",
+        )
+    )
     sections = split_sections(result.text)
     devil = [r for r in st.roles if r.veto_right]
     objections = [st.speeches[(d.slug, last)].summary for d in devil if (d.slug, last) in st.speeches]
@@ -269,12 +394,22 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
     risks = sections.get("risks", "")
     if objections:
         risks = (risks + "\n" if risks else "") + "\n".join(f"- 魔鬼代言人：{o}" for o in objections)
-    report.data.update({"consensus": sections.get("consensus", ""), "disagreements": sections.get("disagreements", ""),
-                        "action_guide": sections.get("action_guide", ""), "risks": risks})
+    report.data.update(
+        {
+            "consensus": sections.get("consensus", ""),
+            "disagreements": sections.get("disagreements", ""),
+            "action_guide": sections.get("action_guide", ""),
+            "risks": risks,
+        }
+    )
     if not any(sections.values()):
         report.verdict_sections.append(("整合 Synthesis", result.text))
-    for key, title in (("consensus", "共识 Consensus"), ("disagreements", "分歧 Disagreements"),
-                       ("action_guide", "行动指南 Action guide"), ("risks", "风险提示 Risks")):
+    for key, title in (
+        ("consensus", "共识 Consensus"),
+        ("disagreements", "分歧 Disagreements"),
+        ("action_guide", "行动指南 Action guide"),
+        ("risks", "风险提示 Risks"),
+    ):
         if report.data.get(key):
             report.verdict_sections.append((title, report.data[key]))
     report.transcript_sections.append(("轮次 1 立论 R1 theses", r1))
@@ -282,9 +417,15 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
 
 
 async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBuilder, reason: str) -> str:
-    words = {"simple fact": "简单事实查询", "single bug fix": "单一问题修复", "urgent": "紧急事项",
-             "already decided": "已有结论的执行事项"}
-    await ctx.warn("unsuitable", f"这个问题属于“{words.get(reason, reason)}”，不适合圆桌对抗，已直接回答。Answered directly.")
+    words = {
+        "simple fact": "简单事实查询",
+        "single bug fix": "单一问题修复",
+        "urgent": "紧急事项",
+        "already decided": "已有结论的执行事项",
+    }
+    await ctx.warn(
+        "unsuitable", f"这个问题属于“{words.get(reason, reason)}”，不适合圆桌对抗，已直接回答。Answered directly."
+    )
     await ctx.phase(1, "direct", "直接回答 Direct answer")
     result = await ctx.turn(_host_plan(ctx, st, "host:direct", "直接、准确地回答这个问题。", "", "简洁回答。"))
     report.data["suitability"] = reason

@@ -127,14 +127,27 @@ class DebateContext:
     async def _replay(self, plan: TurnPlan, done: CompletedTurn) -> TurnResult:
         self.ledger.charge(plan.key, done.prompt_tokens, done.completion_tokens, exempt=plan.exempt_from_cap)
         result = TurnResult(
-            plan.key, plan.speaker, plan.round, plan.phase, done.text, done.summary, dict(done.data),
-            done.prompt_tokens, done.completion_tokens, replayed=True,
+            plan.key,
+            plan.speaker,
+            plan.round,
+            plan.phase,
+            done.text,
+            done.summary,
+            dict(done.data),
+            done.prompt_tokens,
+            done.completion_tokens,
+            replayed=True,
         )
         self.results[plan.key] = result
         await self.emit(
             ev.TurnFinished(
-                plan.key, done.text, done.summary, done.prompt_tokens, done.completion_tokens,
-                data=dict(done.data), replayed=True,
+                plan.key,
+                done.text,
+                done.summary,
+                done.prompt_tokens,
+                done.completion_tokens,
+                data=dict(done.data),
+                replayed=True,
             )
         )
         return result
@@ -144,8 +157,13 @@ class DebateContext:
         async with client.limiter:
             await self.emit(
                 ev.TurnStarted(
-                    plan.key, plan.round, plan.phase, plan.speaker.slug, plan.speaker.name,
-                    plan.messages, model=client.describe(),
+                    plan.key,
+                    plan.round,
+                    plan.phase,
+                    plan.speaker.slug,
+                    plan.speaker.name,
+                    plan.messages,
+                    model=client.describe(),
                 )
             )
             started = time.monotonic()
@@ -172,18 +190,34 @@ class DebateContext:
         text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
         summary = summary_of(text, plan.summary_limit)
         self.ledger.charge(
-            plan.key, completion.prompt_tokens, completion.completion_tokens,
-            estimated=completion.usage_estimated, exempt=plan.exempt_from_cap,
+            plan.key,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            estimated=completion.usage_estimated,
+            exempt=plan.exempt_from_cap,
         )
         result = TurnResult(
-            plan.key, plan.speaker, plan.round, plan.phase, text, summary, data,
-            completion.prompt_tokens, completion.completion_tokens,
+            plan.key,
+            plan.speaker,
+            plan.round,
+            plan.phase,
+            text,
+            summary,
+            data,
+            completion.prompt_tokens,
+            completion.completion_tokens,
         )
         self.results[plan.key] = result
         await self.emit(
             ev.TurnFinished(
-                plan.key, text, summary, completion.prompt_tokens, completion.completion_tokens,
-                usage_estimated=completion.usage_estimated, latency=latency, data=data,
+                plan.key,
+                text,
+                summary,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                usage_estimated=completion.usage_estimated,
+                latency=latency,
+                data=data,
             )
         )
         return result

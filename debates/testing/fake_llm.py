@@ -44,7 +44,8 @@ def default_reply(messages: list[dict]) -> str:
     who = name.group(1) if name else "发言者"
     return (
         f"立场：{who}坚持自己的看法。\n核心论点：{who}的核心论点。\n论据：\n1. 第一条理由。\n2. 第二条理由。\n"
-        "反驳：无\n沉默声明：无\n置信度：中\n类型：选择决策型\n可证伪：是\n理由：可检验。\n话题标识：sample debate topic\n"
+        "反驳：无\n沉默声明：无\n置信度：中\n类型：选择决策型\n可证伪：是\n理由：可检验。\n"
+        "话题标识：sample debate topic\n"
         f"立场变化：无\n小结：{who}的本轮小结。"
     )
 
