@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debates.engine import events as ev
+from debates.engine.text import topic_slug
 
 PHASE_TITLES = {
     "duel": "对辩",
@@ -71,6 +72,7 @@ class ReportBuilder:
 
     async def emit(self, verdict_heading: str) -> None:
         data = dict(self.data)
+        data.setdefault("topic_slug", topic_slug("", self.title, (self.ctx.spec.format, "debate")))
         data["verdict_sections"] = [{"title": t, "body": b} for t, b in self.verdict_sections]
         data["warnings"] = [{"code": w.code, "text": w.text} for w in self.ctx.warnings]
         data["ledger"] = self.ctx.ledger.as_dict()

@@ -1,0 +1,80 @@
+"""Turn provider settings (environment and `Provider` rows) into the engine's LLM clients.
+
+The default provider comes from the environment: OPENAI_BASE_URL (+ OPENAI_API_KEY, AGORA_MODEL)
+for any OpenAI-compatible server, else the bundled local model. Keys are read from the environment
+at call time and never stored.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from django.conf import settings
+
+from debates.engine.turns import ClientPool
+from debates.providers.base import LLMClient
+from debates.providers.openai_compat import OpenAICompatibleClient
+
+DEFAULT_REMOTE_MODEL = "gpt-4o-mini"
+_local_lock = threading.Lock()
+_local: list[LLMClient] = []
+
+
+def local_client() -> LLMClient:
+    """One local-model client per process: it owns the llama.cpp child process, which serves one
+    GGUF (AGORA_LOCAL_MODEL or the bundled weights), so a per-seat model name does not apply."""
+    from debates.providers.local import LocalModelClient
+
+    with _local_lock:
+        if not _local:
+            _local.append(LocalModelClient(cache_dir=settings.AGORA_CACHE_DIR))
+        return _local[0]
+
+
+def default_client(model: str = "") -> LLMClient:
+    if settings.OPENAI_BASE_URL:
+        return OpenAICompatibleClient(
+            settings.OPENAI_BASE_URL,
+            os.environ.get("OPENAI_API_KEY"),
+            model or settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL,
+            name="default",
+            concurrency=settings.AGORA_PROVIDER_CONCURRENCY,
+            timeout=settings.AGORA_PROVIDER_TIMEOUT,
+        )
+    return local_client()
+
+
+def provider_client(provider, model: str = "") -> LLMClient:
+    return OpenAICompatibleClient(
+        provider.base_url,
+        os.environ.get(provider.api_key_env) if provider.api_key_env else None,
+        model or provider.default_model,
+        name=provider.name,
+        concurrency=provider.concurrency,
+        timeout=provider.timeout,
+        key_env=provider.api_key_env or "OPENAI_API_KEY",
+    )
+
+
+def describe_default() -> str:
+    if settings.OPENAI_BASE_URL:
+        return f"{settings.OPENAI_BASE_URL} · {settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL}"
+    return "local · Qwen2.5-Coder-1.5B-Instruct (llama.cpp)"
+
+
+def seat_key(provider, model: str) -> str | None:
+    if provider is None and not model:
+        return None
+    return f"{provider.name if provider else 'default'}:{model}"
+
+
+def clients_for(debate) -> ClientPool:
+    """The debate's default client plus one per distinct seat override."""
+    default = provider_client(debate.provider, debate.model) if debate.provider else default_client(debate.model)
+    others = {}
+    for seat in debate.seats.select_related("provider"):
+        key = seat_key(seat.provider, seat.model)
+        if key and key not in others:
+            others[key] = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
+    return ClientPool(default, others)

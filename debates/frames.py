@@ -1,0 +1,92 @@
+"""HTML fragments for the live page, rendered by templates (`debates/_live.html` partials).
+
+The page, the WebSocket catch-up and the live frames all render from the same partials, so a
+viewer sees the same markup however it arrived. `snapshot` reads a debate's visible state in one
+consistent transaction together with its `seq`, the number of the last visible change.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.template.loader import render_to_string
+
+from debates.models import Debate, Turn
+
+PARTS = "debates/_live.html"
+
+
+@contextmanager
+def consistent_read():
+    """One snapshot for several queries: SQLite's transaction already is one; PostgreSQL needs
+    REPEATABLE READ (its default READ COMMITTED takes a fresh snapshot per statement)."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+@dataclass
+class Snapshot:
+    debate: Debate
+    seq: int
+    entries: list = field(default_factory=list)  # phases (dicts) and turns, in transcript order
+    report: object | None = None
+
+    def context(self, **extra) -> dict:
+        return {"debate": self.debate, "seq": self.seq, "entries": self.entries, "report": self.report, **extra}
+
+
+def entries_of(debate: Debate, turns: list[Turn]) -> list:
+    items = [(p["position"], 0, {"is_phase": True, **p}) for p in debate.phases]
+    items += [(t.position, 1, t) for t in turns]
+    return [item for _, _, item in sorted(items, key=lambda x: (x[0], x[1]))]
+
+
+def snapshot(debate_id: int) -> Snapshot:
+    with consistent_read():
+        debate = Debate.objects.select_related("owner").get(pk=debate_id)
+        turns = list(debate.turns.all())
+        report = getattr(debate, "report", None) if hasattr(debate, "report") else None
+    return Snapshot(debate, debate.seq, entries_of(debate, turns), report)
+
+
+def part(name: str, **context) -> str:
+    return render_to_string(f"{PARTS}#{name}", context)
+
+
+def full(snap: Snapshot, request=None) -> str:
+    """Every live region at once, each swapped by id: the WebSocket catch-up."""
+    context = snap.context(oob=True)
+    return "".join(part(name, **context) for name in ("status", "meter", "warnings", "transcript", "report"))
+
+
+def delta(turn_pk: int, text: str) -> str:
+    return part("delta", turn_pk=turn_pk, text=text)
+
+
+def turn(turn_obj: Turn, *, new: bool) -> str:
+    return part("turn", turn=turn_obj, oob="beforeend:#transcript" if new else "outerHTML")
+
+
+def phase(entry: dict) -> str:
+    return part("phase", entry={"is_phase": True, **entry}, oob="beforeend:#transcript")
+
+
+def status(debate: Debate) -> str:
+    return part("status", debate=debate, oob=True)
+
+
+def meter(debate: Debate, streaming_tokens: int = 0) -> str:
+    return part("meter", debate=debate, streaming_tokens=streaming_tokens, oob=True)
+
+
+def warnings(debate: Debate) -> str:
+    return part("warnings", debate=debate, oob=True)
+
+
+def report(debate: Debate, report_obj) -> str:
+    return part("report", debate=debate, report=report_obj, oob=True)

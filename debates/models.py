@@ -1,0 +1,195 @@
+"""Debates as rows: what was asked, who sat at the table, every turn, and the report.
+
+The runner's sink (`debates.sink`) is the only writer of a running debate's state; views create,
+stop and resume. `Debate.seq` numbers every visible change so a viewer can be caught up exactly.
+"""
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+from personas.models import Format, Persona
+
+
+class Provider(models.Model):
+    """An OpenAI-compatible server. The API key itself never touches the database: only the *name*
+    of the environment variable that holds it."""
+
+    name = models.SlugField(_("name"), unique=True)
+    base_url = models.URLField(_("base URL"), help_text=_("e.g. https://api.deepseek.com/v1"))
+    api_key_env = models.CharField(
+        _("API key variable"),
+        max_length=80,
+        blank=True,
+        help_text=_("Name of the environment variable holding the key, e.g. DEEPSEEK_API_KEY. Never the key."),
+    )
+    default_model = models.CharField(_("default model"), max_length=120)
+    concurrency = models.PositiveSmallIntegerField(_("concurrent calls"), default=4)
+    timeout = models.PositiveIntegerField(_("timeout (s)"), default=120)
+
+    class Meta:
+        verbose_name = _("provider")
+        verbose_name_plural = _("providers")
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(concurrency__gte=1), name="provider_concurrency_positive"),
+            models.CheckConstraint(
+                condition=Q(api_key_env="") | Q(api_key_env__regex=r"^[A-Z_][A-Z0-9_]*$"),
+                name="provider_key_is_a_variable_name",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.default_model})"
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued", _("queued")
+    LOADING = "loading_model", _("loading model")
+    RUNNING = "running", _("running")
+    WAITING = "waiting", _("waiting at checkpoint")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
+    STOPPED = "stopped", _("stopped")
+    REFUSED = "refused", _("refused")
+
+
+ACTIVE_STATUSES = (Status.QUEUED, Status.LOADING, Status.RUNNING)
+
+
+def new_share_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+class Debate(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="debates"
+    )
+    question = models.TextField(_("question"))
+    format = models.CharField(_("format"), max_length=20, choices=Format.choices)
+    options = models.JSONField(_("options"), default=dict, blank=True)
+    status = models.CharField(_("status"), max_length=20, choices=Status.choices, default=Status.QUEUED)
+    status_detail = models.CharField(_("status detail"), max_length=500, blank=True)
+    warnings = models.JSONField(_("warnings"), default=list, blank=True)
+    # Round and phase headers in transcript order: [{"position", "round", "phase", "title"}].
+    phases = models.JSONField(default=list, blank=True)
+    topic_slug = models.CharField(_("topic slug"), max_length=120, blank=True)
+    provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    model = models.CharField(_("model"), max_length=120, blank=True)
+    checkpoint_reply = models.TextField(_("checkpoint reply"), null=True, blank=True)
+    stop_requested = models.BooleanField(default=False)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    tokens_estimated = models.BooleanField(default=False)
+    token_cap = models.PositiveIntegerField(null=True, blank=True)
+    seq = models.PositiveBigIntegerField(default=0, help_text="Numbers every visible change, for catch-up.")
+    shared = models.BooleanField(_("shared by link"), default=False)
+    share_token = models.CharField(max_length=64, unique=True, default=new_share_token, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("debate")
+        verbose_name_plural = _("debates")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["owner", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(format__in=Format.values), name="debate_format_known"),
+            models.CheckConstraint(condition=Q(status__in=Status.values), name="debate_status_known"),
+        ]
+
+    def __str__(self):
+        return self.question[:80]
+
+    def get_absolute_url(self):
+        return reverse("debates:live", args=[self.pk])
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    @property
+    def group_name(self) -> str:
+        return f"debate-{self.pk}"
+
+
+class Seat(models.Model):
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="seats")
+    persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
+    position = models.CharField(_("position"), max_length=10, blank=True)  # for | against
+    order = models.PositiveSmallIntegerField(default=0)
+    provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    model = models.CharField(_("model"), max_length=120, blank=True)
+
+    class Meta:
+        ordering = ["order", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["debate", "persona"], name="seat_unique_persona"),
+            models.CheckConstraint(condition=Q(position__in=["", "for", "against"]), name="seat_position_known"),
+        ]
+
+    def __str__(self):
+        return f"{self.persona.name} @ {self.debate_id}"
+
+
+class Turn(models.Model):
+    class State(models.TextChoices):
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+        INTERRUPTED = "interrupted", _("interrupted")
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="turns")
+    key = models.CharField(max_length=120)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the transcript.")
+    round = models.PositiveSmallIntegerField(default=0)
+    phase = models.CharField(max_length=30)
+    speaker_slug = models.CharField(max_length=80)
+    speaker_name = models.CharField(max_length=120)
+    model = models.CharField(max_length=200, blank=True)
+    messages = models.JSONField(default=list, help_text="The exact messages sent.")
+    text = models.TextField(blank=True)
+    summary = models.CharField(max_length=200, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.RUNNING)
+    error = models.TextField(blank=True)
+    # Earlier attempts' partial text (a crash, a failure, a retry): kept, never shown as the turn.
+    history = models.JSONField(default=list, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    usage_estimated = models.BooleanField(default=False)
+    latency = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["debate", "key"], name="turn_unique_key"),
+            models.CheckConstraint(
+                condition=Q(state__in=["running", "done", "failed", "interrupted"]), name="turn_state_known"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.key} ({self.state})"
+
+
+class Report(models.Model):
+    debate = models.OneToOneField(Debate, on_delete=models.CASCADE, related_name="report")
+    verdict_markdown = models.TextField()
+    transcript_markdown = models.TextField()
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"report of {self.debate_id}"

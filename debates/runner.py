@@ -1,0 +1,181 @@
+"""Start, stop and resume debates. The only place that turns ORM rows into the engine's spec.
+
+By default a debate runs inside the web server's own event loop (no extra service): `start`
+schedules `execute(debate_id)` there. `execute` is also what a separate worker would call, so
+moving the job out of process touches neither views nor engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import Future
+
+from channels.db import database_sync_to_async
+from django.db.models import Q
+
+from debates import clients
+from debates.engine import events as ev
+from debates.engine import run_debate
+from debates.engine.spec import (
+    CompletedTurn,
+    CritiqueSpec,
+    DebateSpec,
+    DomainTemplateSpec,
+    Options,
+    PairingRuleSpec,
+    PersonaSpec,
+    SeatSpec,
+)
+from debates.models import Debate, Status, Turn
+from debates.sink import DjangoSink
+from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
+
+log = logging.getLogger(__name__)
+
+# -- rows → spec ---------------------------------------------------------------------------------
+
+
+def persona_spec(p: Persona) -> PersonaSpec:
+    return PersonaSpec(
+        slug=p.slug,
+        name=p.name,
+        kind=p.kind,
+        tier=p.tier,
+        role=p.role,
+        tradition=p.tradition,
+        keywords=tuple(p.keywords),
+        description=p.description,
+        text=p.persona_text(),
+        veto_right=p.veto_right,
+        schema_type=p.schema_type,
+        density_score=p.density_score,
+    )
+
+
+def options_from(data: dict) -> Options:
+    known = set(Options.__dataclass_fields__)
+    return Options(**{k: v for k, v in data.items() if k in known})
+
+
+def build_spec(debate: Debate) -> DebateSpec:
+    libraries = Library.objects.filter(format=debate.format)
+    pool_rows = list(Persona.objects.filter(library__in=libraries))
+    seats = list(debate.seats.select_related("persona", "provider"))
+    seated = [s.persona for s in seats]
+    everyone = {p.pk: p for p in [*pool_rows, *seated]}
+    slugs = [p.slug for p in everyone.values()]
+    critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).select_related(
+        "source", "target"
+    )
+    host_kind = {"panel": "host", "moderated": "moderator"}.get(debate.format)
+    host = next((p for p in pool_rows if host_kind and p.kind == host_kind), None)
+    library = libraries.first()
+    completed = {
+        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+        for t in debate.turns.filter(state=Turn.State.DONE)
+    }
+    return DebateSpec(
+        question=debate.question,
+        format=debate.format,
+        seats=[SeatSpec(persona_spec(s.persona), s.position, clients.seat_key(s.provider, s.model)) for s in seats],
+        options=options_from(debate.options),
+        pool=[persona_spec(p) for p in everyone.values() if p.kind == "debater"],
+        host=persona_spec(host) if host else None,
+        critiques=[CritiqueSpec(c.source.slug, c.target.slug, c.point, c.citation) for c in critiques],
+        pairing_rules=[
+            PairingRuleSpec((r.persona_a.slug, r.persona_b.slug), tuple(r.keywords), r.default_rounds, r.label)
+            for r in PairingRule.objects.filter(library__in=libraries).select_related("persona_a", "persona_b")
+        ],
+        domain_templates=[
+            DomainTemplateSpec(t.slug, t.name, tuple(t.keywords), tuple(t.roles.values_list("slug", flat=True)))
+            for t in DomainTemplate.objects.filter(library__in=libraries)
+        ],
+        protocol=dict(library.protocol) if library else {},
+        completed=completed,
+        checkpoint_reply=debate.checkpoint_reply,
+    )
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def _prepare(debate_id: int):
+    debate = Debate.objects.get(pk=debate_id)
+    # Turns left "running" by a crash or a stop are regenerated; their text moves to history then.
+    debate.turns.filter(state=Turn.State.RUNNING).update(state=Turn.State.INTERRUPTED)
+    Debate.objects.filter(pk=debate_id).update(stop_requested=False)
+    return build_spec(debate), clients.clients_for(debate)
+
+
+async def execute(debate_id: int, *, echo: ev.Sink | None = None, frame_interval: float | None = None) -> str:
+    """Run (or resume) one debate to its end, a checkpoint, or a failure. Safe to call again."""
+    spec, pool = await database_sync_to_async(_prepare)(debate_id)
+    sink = DjangoSink(debate_id, echo=echo, **({"frame_interval": frame_interval} if frame_interval else {}))
+    await sink.open()
+    try:
+        return await run_debate(spec, pool, sink)
+    except asyncio.CancelledError:
+        await sink.emit(ev.Status("stopped", "stopped by the user"))
+        raise
+    except Exception as error:  # an engine bug must still leave the debate failed, not "running"
+        log.exception("debate %s crashed", debate_id)
+        await sink.emit(ev.Status("failed", f"internal error: {type(error).__name__}: {error}"))
+        return "failed"
+    finally:
+        await sink.close()
+
+
+class InProcessRunner:
+    """Runs debates as tasks on the web server's event loop, or on a private loop thread when no
+    server loop is known (the management command, tests with Django's test client)."""
+
+    def __init__(self) -> None:
+        self.server_loop: asyncio.AbstractEventLoop | None = None
+        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self.tasks: dict[int, asyncio.Task] = {}
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self.server_loop and self.server_loop.is_running():
+            return self.server_loop
+        with self._lock:
+            if self._own_loop is None:
+                self._own_loop = asyncio.new_event_loop()
+                threading.Thread(target=self._own_loop.run_forever, name="agora-runner", daemon=True).start()
+            return self._own_loop
+
+    def start(self, debate_id: int) -> Future:
+        async def tracked():
+            self.tasks[debate_id] = asyncio.current_task()
+            try:
+                return await execute(debate_id)
+            finally:
+                self.tasks.pop(debate_id, None)
+
+        return asyncio.run_coroutine_threadsafe(tracked(), self.loop())
+
+    def stop(self, debate_id: int) -> bool:
+        task = self.tasks.get(debate_id)
+        if task is None:
+            return False
+        task.get_loop().call_soon_threadsafe(task.cancel)
+        return True
+
+
+runner = InProcessRunner()
+
+
+def start(debate: Debate) -> None:
+    Debate.objects.filter(pk=debate.pk).update(status=Status.QUEUED, status_detail="")
+    runner.start(debate.pk)
+
+
+def stop(debate: Debate) -> None:
+    Debate.objects.filter(pk=debate.pk).update(stop_requested=True)
+    if not runner.stop(debate.pk):
+        # Nothing runs it here (e.g. a crash left it active): record the stop directly.
+        Debate.objects.filter(pk=debate.pk).filter(
+            Q(status__in=[Status.QUEUED, Status.LOADING, Status.RUNNING])
+        ).update(status=Status.STOPPED)

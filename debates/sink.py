@@ -1,0 +1,254 @@
+"""Engine events → database rows and batched HTML frames for the debate's channel group.
+
+The sink is the only writer of a running debate's state. Every visible change increments
+`Debate.seq` in the same transaction that writes it, and the frame announcing it carries that seq
+and is sent only after the commit. A viewer that read the database at seq S (the page render or
+the consumer's catch-up) therefore needs exactly the frames with seq > S: no gap, no repeat.
+
+Text deltas are batched: they accumulate in memory and are flushed every `frame_interval` seconds
+as one transaction and one frame, so database writes stay far below one per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import Max, Sum
+from django.utils import timezone
+
+from debates import frames
+from debates.engine import events as ev
+from debates.models import Debate, Report, Status, Turn
+from debates.providers.base import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+FINAL = {"done": Status.DONE, "failed": Status.FAILED, "stopped": Status.STOPPED, "refused": Status.REFUSED}
+FRAME_INTERVAL = 0.04
+
+
+class DjangoSink:
+    def __init__(self, debate_id: int, *, frame_interval: float = FRAME_INTERVAL, echo: ev.Sink | None = None):
+        self.debate_id = debate_id
+        self.group = f"debate-{debate_id}"
+        self.frame_interval = frame_interval
+        self.echo = echo  # e.g. the terminal printer of `manage.py debate`
+        self.layer = get_channel_layer()
+        self.lock = asyncio.Lock()
+        self.pending: dict[str, list[str]] = {}
+        self.texts: dict[str, str] = {}
+        self.turn_pks: dict[str, int] = {}
+        self.seq = 0
+        self.position = 0
+        self.flusher: asyncio.Task | None = None
+        self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
+
+    async def open(self) -> None:
+        self.seq, self.position, self.turn_pks = await database_sync_to_async(self._load)()
+
+    def _load(self):
+        debate = Debate.objects.get(pk=self.debate_id)
+        top = debate.turns.aggregate(m=Max("position"))["m"] or 0
+        top = max([top, *(p["position"] for p in debate.phases)])
+        return debate.seq, top, dict(debate.turns.values_list("key", "pk"))
+
+    async def close(self) -> None:
+        if self.flusher:
+            self.flusher.cancel()
+            self.flusher = None
+        await self.flush()
+
+    # -- the engine's side ------------------------------------------------------------------
+    async def emit(self, event: ev.Event) -> None:
+        if self.echo:
+            await self.echo.emit(event)
+        if isinstance(event, ev.TextDelta):
+            self.pending.setdefault(event.key, []).append(event.text)
+            self.stats["deltas"] += 1
+            if self.flusher is None or self.flusher.done():
+                self.flusher = asyncio.create_task(self._flush_later())
+            return
+        await self.flush()
+        async with self.lock:
+            handler = getattr(self, f"_on_{type(event).__name__}", None)
+            if handler is None:
+                return
+            html = await database_sync_to_async(self._apply)(handler, event)
+            if html:
+                await self._send(html)
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self.frame_interval)
+        await self.flush()
+
+    async def flush(self) -> None:
+        async with self.lock:
+            if not self.pending:
+                return
+            pending, self.pending = self.pending, {}
+            html = await database_sync_to_async(self._apply_deltas)(pending)
+            await self._send(html)
+
+    async def _send(self, html: str) -> None:
+        self.stats["frames"] += 1
+        try:
+            await self.layer.group_send(self.group, {"type": "debate.frame", "seq": self.seq, "html": html})
+        except Exception:  # a viewer-side failure must never stop the debate
+            log.exception("could not send frame %s of debate %s", self.seq, self.debate_id)
+
+    # -- database side (runs in a worker thread) ---------------------------------------------
+    def _bump(self, **fields) -> Debate:
+        self.seq += 1
+        Debate.objects.filter(pk=self.debate_id).update(seq=self.seq, **fields)
+        self.stats["db_writes"] += 1
+        return Debate.objects.get(pk=self.debate_id)
+
+    def _apply(self, handler, event) -> str:
+        with transaction.atomic():
+            return handler(event)
+
+    def _apply_deltas(self, pending: dict[str, list[str]]) -> str:
+        html = []
+        with transaction.atomic():
+            for key, chunks in pending.items():
+                chunk = "".join(chunks)
+                self.texts[key] = self.texts.get(key, "") + chunk
+                pk = self.turn_pks[key]
+                Turn.objects.filter(pk=pk).update(text=self.texts[key])
+                html.append(frames.delta(pk, chunk))
+            debate = self._bump()
+        streaming = sum(estimate_tokens(t) for t in self.texts.values())
+        html.append(frames.meter(debate, streaming))
+        return "".join(html)
+
+    def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class
+        status = FINAL.get(event.status, event.status)
+        fields = {"status": status, "status_detail": event.detail[:500]}
+        now = timezone.now()
+        if status == Status.RUNNING:
+            fields["started_at"] = now
+        if status in FINAL.values():
+            fields["finished_at"] = now
+        if status in (Status.DONE, Status.STOPPED, Status.FAILED):
+            self._mark_running_turns(status)
+        debate = self._bump(**fields)
+        return frames.status(debate)
+
+    def _mark_running_turns(self, status) -> None:
+        # A stop or failure leaves no turn "running": its partial text stays, marked as cut short.
+        state = Turn.State.INTERRUPTED if status == Status.STOPPED else Turn.State.FAILED
+        Turn.objects.filter(debate_id=self.debate_id, state=Turn.State.RUNNING).update(state=state)
+
+    def _on_PhaseStarted(self, event: ev.PhaseStarted) -> str:  # noqa: N802
+        debate = Debate.objects.get(pk=self.debate_id)
+        if any(p["phase"] == event.phase and p["round"] == event.round for p in debate.phases):
+            return ""  # a resumed run announces phases it already showed
+        self.position += 1
+        entry = {"position": self.position, "round": event.round, "phase": event.phase, "title": event.title}
+        self._bump(phases=[*debate.phases, entry])
+        return frames.phase(entry)
+
+    def _on_TurnStarted(self, event: ev.TurnStarted) -> str:  # noqa: N802
+        fields = {
+            "round": event.round,
+            "phase": event.phase,
+            "speaker_slug": event.speaker,
+            "speaker_name": event.speaker_name,
+            "model": event.model,
+            "messages": event.messages,
+            "text": "",
+            "state": Turn.State.RUNNING,
+            "error": "",
+            "finished_at": None,
+        }
+        existing = Turn.objects.filter(debate_id=self.debate_id, key=event.key).first()
+        if existing:
+            # Regenerating an interrupted or failed turn: its earlier text goes to history, kept.
+            if existing.text or existing.error:
+                fields["history"] = [
+                    *existing.history,
+                    {"text": existing.text, "error": existing.error, "state": existing.state},
+                ]
+            Turn.objects.filter(pk=existing.pk).update(**fields)
+            turn = Turn.objects.get(pk=existing.pk)
+        else:
+            self.position += 1
+            turn = Turn.objects.create(debate_id=self.debate_id, key=event.key, position=self.position, **fields)
+        self.turn_pks[event.key] = turn.pk
+        self.texts[event.key] = ""
+        self._bump()
+        return frames.turn(turn, new=existing is None)
+
+    def _on_TurnFinished(self, event: ev.TurnFinished) -> str:  # noqa: N802
+        if event.replayed:
+            return ""
+        Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
+            text=event.text,
+            summary=event.summary[:200],
+            data=event.data,
+            state=Turn.State.DONE,
+            prompt_tokens=event.prompt_tokens,
+            completion_tokens=event.completion_tokens,
+            usage_estimated=event.usage_estimated,
+            latency=event.latency,
+            finished_at=timezone.now(),
+        )
+        self.texts.pop(event.key, None)
+        debate = self._bump(**self._totals())
+        turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
+        return frames.turn(turn, new=False) + frames.meter(debate)
+
+    def _on_TurnFailed(self, event: ev.TurnFailed) -> str:  # noqa: N802
+        Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
+            text=event.partial_text,
+            state=Turn.State.INTERRUPTED if event.error == "stopped" else Turn.State.FAILED,
+            error=event.error,
+            prompt_tokens=event.prompt_tokens,
+            completion_tokens=event.completion_tokens,
+            usage_estimated=True,
+            finished_at=timezone.now(),
+        )
+        self.texts.pop(event.key, None)
+        debate = self._bump(**self._totals())
+        turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
+        return frames.turn(turn, new=False) + frames.meter(debate)
+
+    def _totals(self) -> dict:
+        turns = Turn.objects.filter(debate_id=self.debate_id)
+        sums = turns.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+        estimated = turns.filter(usage_estimated=True).exists()
+        return {"prompt_tokens": sums["p"] or 0, "completion_tokens": sums["c"] or 0, "tokens_estimated": estimated}
+
+    def _on_Warning(self, event: ev.Warning) -> str:  # noqa: N802
+        debate = Debate.objects.get(pk=self.debate_id)
+        item = {"code": event.code, "text": event.text}
+        if item in debate.warnings:
+            return ""  # a resumed run repeats warnings it already gave
+        debate = self._bump(warnings=[*debate.warnings, item])
+        return frames.warnings(debate)
+
+    def _on_Checkpoint(self, event: ev.Checkpoint) -> str:  # noqa: N802
+        debate = self._bump(status=Status.WAITING, status_detail=event.prompt[:500])
+        return frames.status(debate)
+
+    def _on_Report(self, event: ev.Report) -> str:  # noqa: N802
+        report, _ = Report.objects.update_or_create(
+            debate_id=self.debate_id,
+            defaults={
+                "verdict_markdown": event.verdict_markdown,
+                "transcript_markdown": event.transcript_markdown,
+                "data": event.data,
+            },
+        )
+        fields = {"token_cap": event.data.get("ledger", {}).get("cap")}
+        if event.data.get("topic_slug"):
+            fields["topic_slug"] = event.data["topic_slug"][:120]
+        debate = self._bump(**fields)
+        return frames.report(debate, report)
+
+    def _on_Finished(self, event: ev.Finished) -> str:  # noqa: N802
+        return ""
