@@ -1,0 +1,420 @@
+"""A provider for any OpenAI-compatible chat server (OpenAI, vLLM, llama.cpp, Ollama, LM Studio...).
+
+Built on the official `openai` SDK with the SDK's own retries turned off: we retry ourselves so that
+(1) text already shown to the user is never streamed twice -- a failure after the first delta is
+raised with `partial_text` instead of retried -- and (2) `Completion.attempts` says how many tries
+it took. Every SDK / transport error is mapped to a `ProviderError` whose message tells the user
+what happened and what to change. The API key never appears in messages, logs or reprs.
+
+Timeouts, all in seconds:
+  timeout              the SDK's connect/read/write timeout for one HTTP operation.
+  request_timeout      total-silence limit: the longest wait for the response to start or for the
+                       next chunk (default: `timeout`). A server that accepts and never answers
+                       fails with ProviderTimeout after this long, per attempt.
+  first_token_timeout  optional limit from sending the request to the first text delta (covers
+                       slow prompt processing even when the server sends keep-alive chunks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import logging
+import random
+import time
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import openai
+
+from .base import (
+    BadResponse,
+    ChatStream,
+    Completion,
+    ConnectionLost,
+    LLMClient,
+    Message,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimited,
+    ServerError,
+    estimate_messages_tokens,
+    estimate_tokens,
+)
+
+log = logging.getLogger(__name__)
+
+_NO_KEY = "no-key"  # local servers need none, but the SDK insists on some string
+
+
+def _display_url(url: str) -> str:
+    """The base URL without any `user:password@` part, for messages."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        parts = parts._replace(netloc=netloc)
+    return urlunsplit(parts).rstrip("/")
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` / `Retry-After` (seconds or an HTTP date), if present."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(raw_ms) / 1000)
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _server_message(err: openai.APIError) -> str:
+    """The server's own error text, shortened; empty if it sent none."""
+    body = err.body
+    message = ""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = str(inner.get("message", "")) if isinstance(inner, dict) else str(inner)
+    elif isinstance(body, str):
+        message = body
+    message = " ".join(message.split())
+    return message[:300]
+
+
+class _Silence(Exception):
+    """Raised inside an attempt when a wait ran past its deadline; `label` says which."""
+
+    def __init__(self, label: str, seconds: float) -> None:
+        super().__init__(label)
+        self.label = label
+        self.seconds = seconds
+
+
+class OpenAICompatibleClient(LLMClient):
+    """Streams chat completions from an OpenAI-compatible server. See the module docstring.
+
+    The engine bounds parallel calls with `self.limiter` (sized by `concurrency`); this class only
+    streams, retries and maps errors.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        *,
+        name: str = "openai",
+        concurrency: int = 4,
+        timeout: float = 120,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        max_retry_after: float = 60.0,
+        request_timeout: float | None = None,
+        first_token_timeout: float | None = None,
+        streams_usage: bool = True,
+        context_window: int | None = None,
+        key_env: str = "OPENAI_API_KEY",
+        model_env: str = "AGORA_MODEL",
+    ) -> None:
+        super().__init__()
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = name
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.max_retry_after = max_retry_after
+        self.request_timeout = request_timeout if request_timeout is not None else timeout
+        self.first_token_timeout = first_token_timeout
+        self.streams_usage = streams_usage
+        self.context_window = context_window
+        self.key_env = key_env
+        self.model_env = model_env
+        self.__api_key = api_key or ""
+        # One SDK client per event loop: httpx connection pools belong to the loop that made them.
+        self._sdk: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleClient(name={self.name!r}, base_url={self.url!r}, model={self.model!r})"
+
+    @property
+    def url(self) -> str:
+        """The base URL as shown to users (credentials stripped)."""
+        return _display_url(self.base_url)
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._sdk.get(loop)
+        if client is None:
+            client = openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self.__api_key or _NO_KEY,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+            self._sdk[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close this loop's HTTP connections (optional; they also close with the loop)."""
+        with contextlib.suppress(RuntimeError):
+            client = self._sdk.pop(asyncio.get_running_loop(), None)
+            if client is not None:
+                await client.close()
+
+    # -- the call -------------------------------------------------------------------------------
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+        temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> ChatStream:
+        params: dict[str, Any] = {"model": self.model, "messages": list(messages), "stream": True}
+        if self.streams_usage:
+            params["stream_options"] = {"include_usage": True}
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        if stop:
+            params["stop"] = list(stop)
+        if temperature is not None:
+            params["temperature"] = temperature
+        if extra:
+            params["extra_body"] = dict(extra)
+        completion = Completion()
+        return ChatStream(deltas=self._with_retries(messages, params, completion), completion=completion)
+
+    async def _with_retries(
+        self, messages: Sequence[Message], params: dict[str, Any], completion: Completion
+    ) -> AsyncIterator[str]:
+        attempt = 0
+        while True:
+            attempt += 1
+            completion.attempts = attempt
+            streamed: list[str] = []
+            try:
+                async with contextlib.aclosing(self._attempt(messages, params, completion)) as deltas:
+                    async for delta in deltas:
+                        streamed.append(delta)
+                        completion.text = "".join(streamed)
+                        yield delta
+                return
+            except ProviderError as err:
+                if streamed:  # the consumer already has this text: never replay it
+                    err.partial_text = "".join(streamed)
+                    raise
+                delay = self._retry_delay(err, attempt)
+                if delay is None:
+                    raise
+                log.warning(
+                    "%s: attempt %d/%d failed (%s: %s); retrying in %.2f s",
+                    self.describe(),
+                    attempt,
+                    self.max_retries + 1,
+                    type(err).__name__,
+                    err,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+
+    def _retry_delay(self, err: ProviderError, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up."""
+        if not err.retryable or attempt > self.max_retries:
+            return None
+        backoff = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        backoff *= 0.5 + random.random() / 2  # jitter, so parallel callers do not retry in step
+        if err.retry_after is not None:
+            if err.retry_after > self.max_retry_after:
+                return None
+            return max(backoff, err.retry_after)
+        return backoff
+
+    async def _attempt(
+        self, messages: Sequence[Message], params: dict[str, Any], completion: Completion
+    ) -> AsyncIterator[str]:
+        """One HTTP request: yields text deltas, fills `completion`, raises only ProviderError."""
+        loop = asyncio.get_running_loop()
+        first_deadline = loop.time() + self.first_token_timeout if self.first_token_timeout is not None else None
+        got_text = False
+
+        def limit() -> tuple[float, str]:
+            silence = (self.request_timeout, "silence")
+            if first_deadline is None or got_text:
+                return silence
+            left = first_deadline - loop.time()
+            return (left, "first") if left < silence[0] else silence
+
+        async def bounded(awaitable: Any) -> Any:
+            seconds, label = limit()
+            try:
+                async with asyncio.timeout(max(0.0, seconds)):
+                    return await awaitable
+            except TimeoutError as exc:
+                full = self.first_token_timeout if label == "first" else self.request_timeout
+                raise _Silence(label, full or seconds) from exc
+
+        text: list[str] = []
+        usage = None
+        finish_reason = None
+        try:
+            response = await bounded(self._client().chat.completions.create(**params))
+            chunks = response.__aiter__()
+            try:
+                while True:
+                    try:
+                        chunk = await bounded(anext(chunks))
+                    except StopAsyncIteration:
+                        break
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices or []:
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
+                        piece = choice.delta.content if choice.delta is not None else None
+                        if piece:
+                            got_text = True
+                            text.append(piece)
+                            yield piece
+            finally:
+                with contextlib.suppress(Exception):
+                    await response.close()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._map_error(exc) from exc
+
+        if finish_reason is None:
+            raise ConnectionLost(
+                f"{self.url} ended the stream before the reply was finished (model {self.model}); "
+                "the server may have restarted or a proxy cut the connection"
+            )
+        if not text:
+            raise BadResponse(
+                f"model {self.model} on {self.url} returned an empty reply (finish_reason={finish_reason}); "
+                "try again, raise max_tokens, or choose another model"
+            )
+        reply = "".join(text)
+        completion.text = reply
+        completion.finish_reason = finish_reason
+        if usage is not None and getattr(usage, "completion_tokens", None) is not None:
+            completion.prompt_tokens = int(usage.prompt_tokens or 0)
+            completion.completion_tokens = int(usage.completion_tokens or 0)
+            completion.usage_estimated = False
+        else:
+            completion.prompt_tokens = estimate_messages_tokens(messages)
+            completion.completion_tokens = estimate_tokens(reply)
+            completion.usage_estimated = True
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def _map_error(self, exc: BaseException) -> ProviderError:
+        """Translate an SDK/transport error into a ProviderError with a message that names the fix."""
+        url, model = self.url, self.model
+        if isinstance(exc, _Silence):
+            if exc.label == "first":
+                return ProviderTimeout(
+                    f"no first token from {url} within {exc.seconds:g} s (model {model}): the server may be "
+                    "overloaded or the prompt too long; raise first_token_timeout or use a faster model"
+                )
+            return ProviderTimeout(
+                f"no answer from {url} within {exc.seconds:g} s (model {model}): the server may be stuck or "
+                "overloaded; check it, or raise the provider's timeout"
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderTimeout(
+                f"no answer from {url} within {self.timeout:g} s (model {model}): the server may be stuck or "
+                "overloaded; check it, or raise the provider's timeout"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            if isinstance(exc.__cause__, httpx2.ConnectError):
+                return ProviderUnavailable(
+                    f"cannot reach {url}: is the server running? Check the base URL and port "
+                    "(and that it usually ends in /v1)"
+                )
+            return ConnectionLost(
+                f"the connection to {url} dropped during the reply (model {model}); "
+                "the server may have restarted or a proxy cut the connection"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return self._map_status(exc)
+        if isinstance(exc, openai.APIError):  # an error event inside the stream
+            detail = self._redact(_server_message(exc) or exc.message)
+            return ServerError(f"{url} reported an error during the reply (model {model}): {detail}")
+        if isinstance(exc, ValueError | UnicodeDecodeError | json.JSONDecodeError | KeyError | TypeError):
+            return BadResponse(
+                f"{url} sent a malformed stream chunk (model {model}); is it really OpenAI-compatible? "
+                "Try again, or check the server's version and logs"
+            )
+        if isinstance(exc, httpx2.HTTPError | OSError):
+            return ConnectionLost(f"the connection to {url} failed ({type(exc).__name__}); try again")
+        return ProviderError(
+            f"unexpected failure talking to {url} (model {model}): {type(exc).__name__}: {self._redact(str(exc))[:300]}"
+        )
+
+    def _map_status(self, exc: openai.APIStatusError) -> ProviderError:
+        url, model, status = self.url, self.model, exc.status_code
+        detail = self._redact(_server_message(exc))
+        said = f" The server said: {detail}" if detail else ""
+        if status == 401:
+            return ProviderUnavailable(
+                f"the server refused the API key: set {self.key_env} (or the provider's key variable) "
+                f"to a valid key for {url}"
+            )
+        if status == 403:
+            return ProviderUnavailable(
+                f"{url} denied access to model {model} (HTTP 403): check that the key in {self.key_env} "
+                f"may use this model, or set {self.model_env} to one it may use.{said}"
+            )
+        if status == 404:
+            return ProviderUnavailable(
+                f"model {model} not found on {url}: set {self.model_env} to a model the server offers "
+                f"(GET {url}/models lists them), and check that the base URL is right.{said}"
+            )
+        if status == 429:
+            wait = _retry_after(exc.response.headers)
+            hint = f" after {wait:g} s" if wait is not None else " in a moment"
+            return RateLimited(
+                f"{url} is rate-limiting requests (HTTP 429); try again{hint}, or lower the provider's "
+                f"concurrency.{said}",
+                retry_after=wait,
+            )
+        if status >= 500 or status in (408, 409):
+            return ServerError(
+                f"{url} had an internal error (HTTP {status}, model {model}); try again later or check "
+                f"the server's logs.{said}",
+                retry_after=_retry_after(exc.response.headers),
+            )
+        return ProviderError(
+            f"{url} rejected the request (HTTP {status}, model {model}): the prompt may be too long for "
+            f"the model or a parameter unsupported.{said}"
+        )
+
+    def _redact(self, text: str) -> str:
+        key = self.__api_key
+        if key and len(key) >= 4:
+            text = text.replace(key, "***")
+        return text
