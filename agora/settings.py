@@ -141,6 +141,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["stdout"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # One line per HTTP request to the model server is noise at INFO.
+    "loggers": {"httpx2": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
 
 # --- Agora ---------------------------------------------------------------------------------

@@ -1,2 +1,7 @@
+from django.urls import path
 
-websocket_urlpatterns: list = []
+from debates.consumers import DebateConsumer
+
+websocket_urlpatterns = [
+    path("ws/debates/<int:debate_id>/", DebateConsumer.as_asgi()),
+]

@@ -176,3 +176,15 @@ def stop(debate: Debate) -> None:
     if not runner.stop(debate.pk):
         # Nothing runs it here (e.g. a crash left it active): record the stop directly.
         Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(status=Status.STOPPED)
+
+
+class ServerLoopMiddleware:
+    """Remembers the ASGI server's event loop so debates started from (sync) views run on it,
+    next to the consumers that watch them (the in-memory channel layer is bound to one loop)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        runner.server_loop = asyncio.get_running_loop()
+        return await self.app(scope, receive, send)

@@ -5,4 +5,13 @@ from debates import views
 app_name = "debates"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("debates/new/", views.new, name="new"),
+    path("debates/suggest/", views.suggest, name="suggest"),
+    path("debates/<int:pk>/", views.live, name="live"),
+    path("debates/<int:pk>/report/", views.report, name="report"),
+    path("debates/<int:pk>/export.md", views.export_md, name="export_md"),
+    path("debates/<int:pk>/export.json", views.export_json, name="export_json"),
+    path("debates/<int:pk>/stop/", views.stop, name="stop"),
+    path("debates/<int:pk>/resume/", views.resume, name="resume"),
+    path("debates/<int:pk>/checkpoint/", views.checkpoint, name="checkpoint"),
 ]

@@ -279,7 +279,10 @@ def open_fronts(st: PanelState) -> dict[str, list[str]]:
 
 async def run(ctx: DebateContext) -> str:
     spec = ctx.spec
-    roles = [s.persona for s in spec.seats if s.persona.kind == "debater"]
+    # No seats chosen: the library's roles (the bundled five) sit at the table.
+    roles = [s.persona for s in spec.seats if s.persona.kind == "debater"] or [
+        p for p in spec.pool if p.kind == "debater"
+    ]
     if len(roles) < 2:
         raise DebateAborted("a panel needs at least two debating roles", outcome="refused")
     st = PanelState(roles=roles, host=spec.host or DEFAULT_HOST, evidence=spec.options.evidence.strip())

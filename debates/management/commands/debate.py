@@ -1,0 +1,123 @@
+"""`manage.py debate "问题" --format duel [--personas a,b]`: run a debate in the terminal.
+
+Same engine, same persistence as the web: the debate is saved and can be opened in the browser.
+"""
+
+import asyncio
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from debates import runner
+from debates.engine import events as ev
+from debates.forms import create_debate
+from personas.models import Format
+
+
+class TerminalSink:
+    """Streams the debate to a terminal with speaker labels. One turn streams live at a time;
+    turns of a parallel round that run meanwhile are printed whole when they end."""
+
+    def __init__(self, out):
+        self.out = out
+        self.live: str | None = None
+        self.names: dict[str, str] = {}
+        self.buffers: dict[str, list[str]] = {}
+        self.done: list[tuple[str, str]] = []
+
+    def write(self, text: str) -> None:
+        self.out.write(text, ending="")
+        self.out.flush()
+
+    async def emit(self, event):
+        if isinstance(event, ev.PhaseStarted):
+            self.write(f"\n=== {event.title} ===\n")
+        elif isinstance(event, ev.TurnStarted):
+            self.names[event.key] = event.speaker_name
+            self.buffers[event.key] = []
+            if self.live is None:
+                self.live = event.key
+                self.write(f"\n【{event.speaker_name}】")
+        elif isinstance(event, ev.TextDelta):
+            if event.key == self.live:
+                self.write(event.text)
+            else:
+                self.buffers.setdefault(event.key, []).append(event.text)
+        elif isinstance(event, (ev.TurnFinished, ev.TurnFailed)) and not getattr(event, "replayed", False):
+            self._end_turn(event)
+        elif isinstance(event, ev.Warning):
+            self.write(f"\n⚠ {event.text}\n")
+        elif isinstance(event, ev.Status) and event.status == "loading_model":
+            self.write(f"[{event.detail or 'loading model'}]\n")
+        elif isinstance(event, ev.Checkpoint):
+            self.write(f"\n⏸ {event.prompt}\n")
+
+    def _end_turn(self, event) -> None:
+        failed = isinstance(event, ev.TurnFailed)
+        ending = f"\n  ✗ {event.error}\n" if failed else f"\n  — 小结 summary: {event.summary}\n"
+        if event.key != self.live:
+            self.done.append((event.key, ending))  # printed whole once the live turn ends
+            return
+        self.write(ending)
+        self.live = None
+        for key, queued_ending in self.done:
+            self.write(f"\n【{self.names[key]}】{''.join(self.buffers.pop(key, []))}{queued_ending}")
+        self.done.clear()
+        still_running = [k for k in self.buffers if k != event.key]
+        self.buffers.pop(event.key, None)
+        if still_running:
+            self.live = still_running[0]
+            self.write(f"\n【{self.names[self.live]}】{''.join(self.buffers[self.live])}")
+
+
+class Command(BaseCommand):
+    help = "Run a debate in the terminal and print its report."
+
+    def add_arguments(self, parser):
+        parser.add_argument("question")
+        parser.add_argument("--format", default="duel", choices=Format.values)
+        parser.add_argument("--personas", default="", help="comma-separated persona slugs (in seat order)")
+        parser.add_argument("--positions", default="", help="moderated position-based: slug=for,slug=against")
+        parser.add_argument("--rounds", type=int)
+        parser.add_argument("--mode", default="")
+        parser.add_argument("--budget", default="standard", help="panel research budget: light|standard|deep")
+        parser.add_argument("--evidence", default="", help="a file whose text joins the evidence pack")
+        parser.add_argument("--no-interrupt", action="store_true", help="run through the roundtable checkpoint")
+        parser.add_argument("--model", default="", help="model name for the default provider")
+
+    def handle(self, *args, **opts):
+        evidence = ""
+        if opts["evidence"]:
+            with open(opts["evidence"], encoding="utf-8") as handle:
+                evidence = handle.read()
+        data = {
+            "topic": opts["question"],
+            "format": opts["format"],
+            "personas": [s for s in opts["personas"].split(",") if s],
+            "positions": opts["positions"],
+            "rounds": opts["rounds"],
+            "mode": opts["mode"],
+            "research_budget": opts["budget"],
+            "evidence": evidence,
+            "no_interrupt": opts["no_interrupt"] or not sys.stdin.isatty(),
+            "model": opts["model"],
+        }
+        debate, errors = create_debate(data, owner=None)
+        if errors:
+            raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()))
+        self.stdout.write(f"Debate #{debate.pk} ({debate.format}) — {debate.question}\n")
+        sink = TerminalSink(self.stdout)
+        outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
+        while outcome == "waiting":
+            reply = input("补充事实（回车继续）Add facts, or press Enter to continue: ")
+            debate.refresh_from_db()
+            debate.checkpoint_reply = reply
+            debate.save(update_fields=["checkpoint_reply"])
+            outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
+        debate.refresh_from_db()
+        report = getattr(debate, "report", None)
+        self.stdout.write(f"\n\n结果 outcome: {outcome} {debate.status_detail}\n")
+        if report is not None:
+            self.stdout.write("\n" + report.verdict_markdown + "\n")
+        if outcome not in ("done",):
+            raise CommandError(f"the debate ended as {outcome}: {debate.status_detail}")
