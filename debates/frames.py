@@ -37,7 +37,10 @@ class Snapshot:
     report: object | None = None
 
     def context(self, **extra) -> dict:
-        return {"debate": self.debate, "seq": self.seq, "entries": self.entries, "report": self.report, **extra}
+        return {
+            "debate": self.debate, "seq": self.seq, "entries": self.entries, "report": self.report,
+            "streaming_tokens": 0, **extra,
+        }
 
 
 def entries_of(debate: Debate, turns: list[Turn]) -> list:

@@ -8,6 +8,7 @@ moving the job out of process touches neither views nor engine.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 from concurrent.futures import Future
@@ -150,10 +151,17 @@ class InProcessRunner:
             self.tasks[debate_id] = asyncio.current_task()
             try:
                 return await execute(debate_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("debate %s could not run", debate_id)
+                raise
             finally:
                 self.tasks.pop(debate_id, None)
 
-        return asyncio.run_coroutine_threadsafe(tracked(), self.loop())
+        # A fresh context: the task must not inherit the calling request's asgiref executor,
+        # which quits when the response is sent.
+        return contextvars.Context().run(asyncio.run_coroutine_threadsafe, tracked(), self.loop())
 
     def stop(self, debate_id: int) -> bool:
         task = self.tasks.get(debate_id)
