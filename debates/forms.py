@@ -60,6 +60,7 @@ class DebateForm(forms.Form):
     research_budget = forms.ChoiceField(
         label=_("Research budget"),
         initial="standard",
+        required=False,
         choices=[("light", _("light")), ("standard", _("standard")), ("deep", _("deep"))],
     )
     no_interrupt = forms.BooleanField(label=_("No interrupt (run through the roundtable checkpoint)"), required=False)
@@ -90,6 +91,9 @@ class DebateForm(forms.Form):
         if not topic:
             raise forms.ValidationError(_("Ask a question: it cannot be empty."))
         return topic
+
+    def clean_research_budget(self):
+        return self.cleaned_data.get("research_budget") or "standard"
 
     def clean_evidence(self):
         return strip_invisible(self.cleaned_data.get("evidence", ""))

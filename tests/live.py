@@ -1,0 +1,92 @@
+"""A real Agora server for end-to-end tests: daphne in a subprocess, its own SQLite file, pointed
+at a fake OpenAI server on loopback. Killable with SIGKILL and restartable on the same database."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare_database(path: Path, env: dict) -> None:
+    """Migrate and load the bundled libraries once; later databases are copies of this one."""
+    for args in (["migrate", "--noinput"], ["load_libraries"]):
+        subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": f"sqlite:///{path}"},
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+
+class AgoraServer:
+    def __init__(self, workdir: Path, openai_base_url: str, template_db: Path, **extra_env):
+        self.workdir = workdir
+        self.db = workdir / "agora.sqlite3"
+        shutil.copy(template_db, self.db)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / "daphne.log"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.db}",
+            "OPENAI_BASE_URL": openai_base_url,
+            "OPENAI_API_KEY": "sk-test-fake",
+            "DEBUG": "1",
+            "LOG_LEVEL": "INFO",
+            **extra_env,
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30) -> AgoraServer:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agora.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + "/", timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"daphne did not answer within {timeout}s: {self.log()}")
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, exactly like a crash."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""

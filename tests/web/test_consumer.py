@@ -1,0 +1,137 @@
+"""The live page's WebSocket, tested as the Channels docs do (WebsocketCommunicator), against a
+real debate streaming from the fake OpenAI server over loopback HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.core.management import call_command
+from django.test import Client, override_settings
+
+from agora.asgi import application
+from debates import runner
+from debates.forms import create_debate
+from debates.models import Debate, Turn
+from tests.web.pagemodel import PageModel
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+ORIGIN = [(b"origin", b"http://127.0.0.1")]
+
+
+@pytest.fixture
+def libraries(db):
+    call_command("load_libraries", verbosity=0)
+
+
+async def _create(question="念佛与参禅，哪条路更适合现代人修行？", **values):
+    debate, errors = await database_sync_to_async(create_debate)({"topic": question, "format": "duel", **values})
+    assert not errors, errors
+    return debate
+
+
+async def _wait_for(predicate, timeout=20.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        value = await database_sync_to_async(predicate)()
+        if value:
+            return value
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+async def _receive_until_done(communicator, page: PageModel, timeout=30.0) -> list[str]:
+    frames = []
+    while True:
+        message = await communicator.receive_from(timeout=timeout)
+        frames.append(message)
+        page.apply(message)
+        if 'data-status="done"' in message or 'data-status="failed"' in message:
+            return frames
+
+
+async def test_viewer_joining_mid_stream_sees_every_word_once(libraries, fake_llm):
+    fake_llm.token_delay = 0.01
+    with override_settings(OPENAI_BASE_URL=fake_llm.base_url):
+        debate = await _create(rounds=2)
+        task = asyncio.create_task(runner.execute(debate.pk))
+        # Mid-stream: a turn is running and already has text.
+        await _wait_for(lambda: Turn.objects.filter(debate=debate, state="running").exclude(text="").exists())
+        response = await sync_to_async(Client().get)(f"/debates/{debate.pk}/")
+        page_html = response.content.decode()
+        after = int(re.search(r"\?after=(\d+)", page_html).group(1))
+        page = PageModel()
+        page.apply(page_html)
+        running_at_render = set(page.live)
+        assert running_at_render, "the page should show a turn in progress"
+        await asyncio.sleep(0.3)  # frames keep flowing before the viewer subscribes: the race window
+
+        communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={after}", headers=ORIGIN)
+        connected, _ = await communicator.connect()
+        assert connected
+        await _receive_until_done(communicator, page)
+        await communicator.disconnect()
+        assert await task == "done"
+
+    finals = await database_sync_to_async(lambda: dict(Turn.objects.filter(debate=debate).values_list("pk", "text")))()
+    # Every state the page's live text passed through is a prefix of the turn's final text: a
+    # repeated or missing chunk would break that, at the moment it happened.
+    checked = 0
+    for pk, shown in page.history:
+        assert finals[pk].startswith(shown), f"turn {pk}: page showed {shown!r}"
+        checked += 1
+    assert checked > 10
+    assert page.finished == set(finals), "every turn ends rendered in full"
+
+
+async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm):
+    fake_llm.token_delay = 0.0
+    with override_settings(OPENAI_BASE_URL=fake_llm.base_url):
+        debate = await _create(rounds=1)
+        assert await runner.execute(debate.pk) == "done"
+    seq = await database_sync_to_async(lambda: Debate.objects.get(pk=debate.pk).seq)()
+    communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after=0", headers=ORIGIN)
+    connected, _ = await communicator.connect()
+    assert connected
+    snapshot = await communicator.receive_from(timeout=5)
+    assert 'id="transcript"' in snapshot and 'hx-swap-oob="true"' in snapshot
+    assert snapshot.count("<article") == await database_sync_to_async(debate.turns.count)()
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+
+    # A page that is already current gets nothing at all.
+    communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={seq}", headers=ORIGIN)
+    connected, _ = await communicator.connect()
+    assert connected
+    assert await communicator.receive_nothing(timeout=0.2)
+
+    # A frame committed before the viewer's read (seq <= what it has) is dropped; later ones pass.
+    layer = get_channel_layer()
+    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq, "html": "<p>old</p>"})
+    assert await communicator.receive_nothing(timeout=0.2)
+    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 1, "html": "<p>new</p>"})
+    assert await communicator.receive_from(timeout=2) == "<p>new</p>"
+    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 1, "html": "<p>again</p>"})
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+
+
+async def test_websocket_needs_an_allowed_origin(libraries):
+    debate = await _create()
+    communicator = WebsocketCommunicator(
+        application, f"/ws/debates/{debate.pk}/", headers=[(b"origin", b"http://evil.example")]
+    )
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+async def test_unknown_debate_is_refused(libraries):
+    communicator = WebsocketCommunicator(application, "/ws/debates/999999/", headers=ORIGIN)
+    connected, code = await communicator.connect()
+    assert not connected
+    assert code == 4404
