@@ -51,7 +51,7 @@ bench: dev-venv
 
 # Debian packages the browser and service tests use (CI runs this as root before `make test`).
 system-deps:
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache

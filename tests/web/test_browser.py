@@ -1,0 +1,169 @@
+"""End to end in real headless Chromium (Debian's package, driven by Playwright's async API):
+fill the form, watch text stream in from the fake OpenAI server, reload mid-stream, end on the
+report. Set AGORA_SCREENSHOTS=docs/screenshots to refresh the README's pictures."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, require_or_skip
+
+pytestmark = [pytest.mark.browser]
+SHOTS = os.environ.get("AGORA_SCREENSHOTS")
+
+
+@pytest.fixture
+async def page():
+    require_or_skip(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = await browser.new_context(viewport={"width": 1100, "height": 1000}, locale="zh-CN")
+        page = await context.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        yield page
+        await browser.close()
+        assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+async def shot(page, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=f"{SHOTS}/{name}.png", full_page=name.endswith("report"))
+
+
+def export(agora, pk: int) -> dict:
+    with urllib.request.urlopen(f"{agora.url}/debates/{pk}/export.json") as response:
+        return json.load(response)
+
+
+async def start(page, agora, topic: str, fmt: str = "duel", personas=(), rounds: str = "", extra=None) -> int:
+    await page.goto(f"{agora.url}/debates/new/")
+    await page.fill("#id_topic", topic)
+    await page.select_option("#id_format", fmt)
+    if personas:
+        await page.select_option("#id_personas", list(personas))
+    if rounds:
+        await page.fill("#id_rounds", rounds)
+    for selector, value in (extra or {}).items():
+        await page.fill(selector, value)
+    await page.click("button[type=submit].button")
+    await page.wait_for_url(re.compile(r".*/debates/\d+/$"))
+    return int(re.search(r"/debates/(\d+)/$", page.url).group(1))
+
+
+async def live_texts(page) -> dict[str, str]:
+    """The text of every turn still streaming, by turn key."""
+    return await page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('article.turn-running')]
+              .map(a => [a.dataset.key, a.querySelector('.text.live').textContent]))"""
+    )
+
+
+async def observe_stream(page, seconds: float, observed: list) -> None:
+    for _ in range(int(seconds / 0.05)):
+        for key, text in (await live_texts(page)).items():
+            observed.append((key, text))
+        await page.wait_for_timeout(50)
+
+
+def assert_exactly_once(observed, final_turns):
+    texts = {t["key"]: t["text"] for t in final_turns}
+    assert observed, "nothing was seen streaming"
+    for key, shown in observed:
+        assert texts[key].startswith(shown), f"{key}: the page showed {shown!r}, not a prefix of the final text"
+
+
+async def test_duel_streams_survives_reloads_and_ends_on_the_report(page, agora, fake_llm):
+    fake_llm.token_delay = 0.02
+    pk = await start(page, agora, "念佛与参禅，哪条路更适合现代人修行？", rounds="2")
+    await page.wait_for_selector("article.turn-running .text.live:not(:empty)", timeout=20000)
+    await shot(page, "live")
+    observed = []
+    await observe_stream(page, 0.6, observed)
+    for _ in range(3):  # reload mid-stream, then keep watching
+        await page.reload()
+        await observe_stream(page, 0.6, observed)
+    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    await shot(page, "report")
+    data = export(agora, pk)
+    assert data["status"] == "done"
+    assert_exactly_once(observed, data["turns"])
+    keys = await page.eval_on_selector_all("article.turn", "els => els.map(e => e.dataset.key)")
+    assert sorted(keys) == sorted(t["key"] for t in data["turns"]), "each turn shown exactly once"
+    assert await page.locator("#debate-report").inner_text() != ""
+    await page.click("text=Markdown")  # the export link works from the page
+    md = urllib.request.urlopen(f"{agora.url}/debates/{pk}/export.md")
+    assert re.match(r'attachment; filename=".+-duel-report-\d{4}-\d{2}-\d{2}\.md"', md.headers["Content-Disposition"])
+
+
+@pytest.mark.parametrize("attempt", range(10))
+async def test_reload_mid_stream_keeps_the_transcript_intact(page, agora, fake_llm, attempt):
+    fake_llm.token_delay = 0.01
+    pk = await start(page, agora, f"顿悟与渐修（第 {attempt} 次）", personas=("huineng", "zhiyi"), rounds="1")
+    await page.wait_for_selector("article.turn-running .text.live:not(:empty)", timeout=20000)
+    await page.wait_for_timeout(50 + 37 * attempt)  # a different moment each time
+    await page.reload()
+    observed = []
+    await observe_stream(page, 0.4, observed)
+    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    data = export(agora, pk)
+    assert_exactly_once(observed, data["turns"])
+    keys = await page.eval_on_selector_all("article.turn", "els => els.map(e => e.dataset.key)")
+    assert len(keys) == len(set(keys)) == len(data["turns"])
+
+
+async def test_roundtable_pauses_at_the_checkpoint_and_continues(page, agora, fake_llm):
+    fake_llm.token_delay = 0.001
+    pk = await start(
+        page,
+        agora,
+        "我们要不要把客服系统换成大模型驱动的智能客服？",
+        fmt="roundtable",
+        personas=("devil-advocate", "optimist", "ai-product-manager", "llm-architect"),
+    )
+    await page.wait_for_selector("#checkpoint-form", timeout=30000)
+    await shot(page, "checkpoint")
+    await page.fill("#checkpoint-addition", "补充：客服团队有 12 人，年预算 50 万。")
+    await page.click("#checkpoint-form button")
+    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    data = export(agora, pk)
+    assert data["status"] == "done"
+    later = [t for t in data["turns"] if t["round"] >= 2]
+    assert later and all("年预算 50 万" in json.dumps(t["messages"], ensure_ascii=False) for t in later)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "topic", "personas", "mode"),
+    [
+        ("panel", "我们公司明年是否应该把核心交易系统迁到云上？", (), ""),
+        (
+            "moderated",
+            "创业公司该不该追求完美的产品设计？",
+            ("steve-jobs", "charlie-munger", "socrates"),
+            "round-robin",
+        ),
+    ],
+)
+async def test_panel_and_moderated_run_to_their_reports(page, agora, fake_llm, fmt, topic, personas, mode):
+    fake_llm.token_delay = 0.0
+    pk = await start(page, agora, topic, fmt=fmt, personas=personas)
+    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    data = export(agora, pk)
+    assert data["status"] == "done" and data["report"]["verdict_markdown"]
+
+
+async def test_form_errors_show_in_the_browser(page, agora):
+    await page.goto(f"{agora.url}/debates/new/")
+    await page.select_option("#id_personas", ["huineng"])
+    await page.click("button[type=submit].button")
+    assert await page.locator("#field-topic .errorlist").count() == 1
+    assert await page.locator("#field-personas .errorlist").count() == 1

@@ -1,0 +1,118 @@
+"""The start form: every listed error appears beside its field and creates nothing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.management import call_command
+
+from debates.models import Debate, Seat
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def libraries(db):
+    call_command("load_libraries", verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def no_runs(monkeypatch):
+    started = []
+    monkeypatch.setattr("debates.runner.runner.start", lambda pk: started.append(pk))
+    return started
+
+
+def post(client, **fields):
+    data = {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel", "research_budget": "standard"}
+    data.update({k: v for k, v in fields.items() if v is not None})
+    return client.post("/debates/new/", data)
+
+
+def field_errors(response, field: str) -> str:
+    """The error list rendered inside the field's own block (its div#field-<name>)."""
+    html = response.content.decode()
+    block = re.search(
+        rf'<div class="field" id="field-{field}">(.*?)</div>\s*(?:<div class="field"|<button|</details|<div id="suggestion")',
+        html,
+        re.S,
+    )
+    assert block, f"no block for field {field}"
+    errors = re.search(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', block.group(1), re.S)
+    return errors.group(1) if errors else ""
+
+
+CASES = [
+    ("empty question", {"topic": "   "}, "topic"),
+    ("over-long question", {"topic": "问" * 1001}, "topic"),
+    ("unknown persona", {"personas": ["huineng", "no-such-master"]}, "personas"),
+    ("duplicate persona", {"personas": ["huineng", "huineng"]}, "personas"),
+    ("too few for a duel", {"personas": ["huineng"]}, "personas"),
+    ("too many for a duel", {"personas": ["huineng", "yinguang", "xuanzang"]}, "personas"),
+    (
+        "too many for a panel",
+        {"format": "panel", "personas": ["osborn", "hegel", "bayes", "feynman", "debono", "huineng"]},
+        "personas",
+    ),
+    ("too few for a roundtable", {"format": "roundtable", "personas": ["devil-advocate", "optimist"]}, "personas"),
+    ("host as debater", {"format": "panel", "personas": ["osborn", "hegel", "cicero"]}, "personas"),
+    ("moderator as debater", {"format": "moderated", "personas": ["socrates", "moderator"]}, "personas"),
+    (
+        "position-based without against",
+        {
+            "format": "moderated",
+            "mode": "position-based",
+            "personas": ["socrates", "confucius"],
+            "positions": "socrates=for, confucius=for",
+        },
+        "positions",
+    ),
+    ("rounds above the duel maximum", {"rounds": "9"}, "rounds"),
+    ("rounds below one", {"rounds": "0"}, "rounds"),
+    ("rounds on a fixed-round format", {"format": "panel", "rounds": "3"}, "rounds"),
+]
+
+
+@pytest.mark.parametrize(("case", "fields", "field"), CASES, ids=[c[0] for c in CASES])
+def test_each_error_is_shown_beside_its_field_and_creates_nothing(client, no_runs, case, fields, field):
+    response = post(client, **fields)
+    assert response.status_code == 200
+    assert field_errors(response, field).strip(), f"{case}: no error beside {field}"
+    assert Debate.objects.count() == 0 and Seat.objects.count() == 0
+    assert no_runs == []
+
+
+def test_a_valid_post_creates_the_debate_and_redirects_to_its_live_page(client, no_runs):
+    response = post(client, personas=["huineng", "yinguang"], rounds="3")
+    debate = Debate.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/debates/{debate.pk}/"
+    assert [s.persona.slug for s in debate.seats.all()] == ["huineng", "yinguang"]
+    assert debate.options["rounds"] == 3
+    assert no_runs == [debate.pk]
+
+
+def test_position_based_with_both_sides_is_accepted(client, no_runs):
+    response = post(
+        client,
+        format="moderated",
+        mode="position-based",
+        personas=["socrates", "confucius"],
+        positions="socrates=for, confucius=against",
+    )
+    assert response.status_code == 302
+    assert dict(Debate.objects.get().seats.values_list("persona__slug", "position")) == {
+        "socrates": "for",
+        "confucius": "against",
+    }
+
+
+def test_suggestion_follows_the_question(client):
+    duel = client.get("/debates/suggest/", {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"})
+    assert 'data-slug="huineng"' in duel.content.decode() and 'data-slug="yinguang"' in duel.content.decode()
+    assert "huineng-vs-yinguang" in duel.content.decode()
+    table = client.get("/debates/suggest/", {"topic": "要不要给我们的 AI 产品加上 RAG 检索？", "format": "roundtable"})
+    assert 'data-slug="devil-advocate"' in table.content.decode()
+    moderated = client.get("/debates/suggest/", {"topic": "创业公司该不该追求完美的产品设计？", "format": "moderated"})
+    scores = [float(x) for x in re.findall(r"<small>([0-9.]+)</small>", moderated.content.decode())]
+    assert scores and all(score >= 0.5 for score in scores)
