@@ -1,0 +1,75 @@
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+from debates.models import Debate, Provider, Report, Seat, Turn
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    list_display = ("name", "base_url", "default_model", "api_key_env", "concurrency", "timeout")
+    search_fields = ("name", "base_url", "default_model")
+    fieldsets = (
+        (None, {"fields": ("name", "base_url", "default_model")}),
+        (
+            _("Key and limits"),
+            {
+                "fields": ("api_key_env", "concurrency", "timeout"),
+                "description": _("The key itself stays in the server's environment; name the variable that holds it."),
+            },
+        ),
+    )
+
+
+class SeatInline(admin.TabularInline):
+    model = Seat
+    extra = 0
+    autocomplete_fields = ("persona",)
+
+
+class TurnInline(admin.TabularInline):
+    model = Turn
+    extra = 0
+    can_delete = False
+    fields = ("position", "key", "speaker_name", "state", "summary", "prompt_tokens", "completion_tokens", "error")
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Debate)
+class DebateAdmin(admin.ModelAdmin):
+    list_display = ("id", "question_short", "format", "status", "owner", "total_tokens", "created_at")
+    list_filter = ("format", "status", "shared")
+    search_fields = ("question", "topic_slug")
+    readonly_fields = (
+        "seq",
+        "share_token",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "prompt_tokens",
+        "completion_tokens",
+        "tokens_estimated",
+        "token_cap",
+    )
+    inlines = [SeatInline, TurnInline]
+
+    @admin.display(description=_("question"))
+    def question_short(self, obj):
+        return obj.question[:80]
+
+
+@admin.register(Turn)
+class TurnAdmin(admin.ModelAdmin):
+    list_display = ("debate", "key", "speaker_name", "state", "prompt_tokens", "completion_tokens")
+    list_filter = ("state", "phase")
+    search_fields = ("key", "speaker_name", "text")
+    readonly_fields = [f.name for f in Turn._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+
+admin.site.register(Report)
