@@ -13,7 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from debates.routing import websocket_urlpatterns  # noqa: E402
-from debates.runner import ServerLoopMiddleware  # noqa: E402
+from debates.runner import ServerLoopMiddleware, attach_to_daphne  # noqa: E402
 
 application = ServerLoopMiddleware(
     ProtocolTypeRouter(
@@ -23,3 +23,6 @@ application = ServerLoopMiddleware(
         }
     )
 )
+
+# Under daphne, resume debates a crash interrupted as soon as the server loop runs.
+attach_to_daphne()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import threading
 from concurrent.futures import Future
 
@@ -171,7 +172,38 @@ class InProcessRunner:
         return True
 
 
+    async def resume_interrupted(self) -> list[int]:
+        """At server start: debates a crash left active resume from their last finished turn."""
+        ids = await database_sync_to_async(_interrupted_ids)()
+        for debate_id in ids:
+            if debate_id in self.tasks:
+                continue
+            log.info("resuming debate %s, interrupted by a restart", debate_id)
+            self.start(debate_id)
+        return ids
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Called once the ASGI server's loop is known: run here, and pick up interrupted work."""
+        self.server_loop = loop
+        loop.call_soon_threadsafe(lambda: loop.create_task(self.resume_interrupted()), context=contextvars.Context())
+
+
+def _interrupted_ids() -> list[int]:
+    return list(Debate.objects.filter(status__in=ACTIVE_STATUSES).values_list("pk", flat=True))
+
+
 runner = InProcessRunner()
+
+
+def attach_to_daphne() -> bool:
+    """Daphne creates its event loop when imported, before it serves: hook our start-up onto it so
+    interrupted debates resume even if no one visits."""
+    server = sys.modules.get("daphne.server")
+    loop = getattr(server, "twisted_loop", None)
+    if loop is None:
+        return False
+    runner.attach(loop)
+    return True
 
 
 def start(debate: Debate) -> None:
@@ -194,5 +226,6 @@ class ServerLoopMiddleware:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        runner.server_loop = asyncio.get_running_loop()
+        if runner.server_loop is None:
+            runner.server_loop = asyncio.get_running_loop()
         return await self.app(scope, receive, send)
