@@ -1,0 +1,38 @@
+"""manage.py import_library FILE: import one library manifest, all or nothing."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from personas.manifests import ManifestInvalid, import_manifest, parse_manifest
+
+
+class Command(BaseCommand):
+    help = "Import a persona library from a JSON manifest (docs/manifest.md); a refused one changes nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="path of the manifest, or - for standard input")
+        parser.add_argument(
+            "--no-replace",
+            action="store_true",
+            help="refuse the manifest if its library already exists instead of updating it in place",
+        )
+
+    def handle(self, *args, **options):
+        try:
+            data = parse_manifest(self._read(options["file"]))
+            result = import_manifest(data, replace=not options["no_replace"])
+        except ManifestInvalid as exc:
+            for error in exc.errors:
+                self.stderr.write(str(error))
+            raise CommandError(f"manifest refused ({len(exc.errors)} errors); nothing was changed") from exc
+        self.stdout.write(self.style.SUCCESS(result.summary()))
+
+    def _read(self, name: str) -> bytes:
+        if name == "-":
+            return sys.stdin.buffer.read()
+        try:
+            return Path(name).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read {name}: {exc.strerror}") from exc
