@@ -38,8 +38,12 @@ class Snapshot:
 
     def context(self, **extra) -> dict:
         return {
-            "debate": self.debate, "seq": self.seq, "entries": self.entries, "report": self.report,
-            "streaming_tokens": 0, **extra,
+            "debate": self.debate,
+            "seq": self.seq,
+            "entries": self.entries,
+            "report": self.report,
+            "streaming_tokens": 0,
+            **extra,
         }
 
 

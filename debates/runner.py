@@ -171,7 +171,6 @@ class InProcessRunner:
         task.get_loop().call_soon_threadsafe(task.cancel)
         return True
 
-
     async def resume_interrupted(self) -> list[int]:
         """At server start: debates a crash left active resume from their last finished turn."""
         ids = await database_sync_to_async(_interrupted_ids)()

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -106,7 +107,7 @@ def export_md(request, pk):
     debate = viewable_debate(request, pk, request.GET.get("share"))
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     if rep is None:
-        return HttpResponseBadRequest("This debate has no report yet.")
+        return HttpResponseBadRequest(_("This debate has no report yet."))
     body = rep.verdict_markdown + "\n\n---\n\n" + rep.transcript_markdown
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md")}"'
@@ -173,7 +174,7 @@ def export_json(request, pk):
 def _controlled(request, pk) -> Debate:
     debate = viewable_debate(request, pk)
     if not can_control(request.user, debate):
-        raise Http404("No such debate.")
+        raise Http404(_("No such debate."))
     return debate
 
 

@@ -113,12 +113,14 @@ def _ammo_text(ammo: list[CritiqueSpec]) -> str:
 
 
 def _position_moved(text: str) -> bool | None:
-    value = field_value(text, ("立场变化", "position change"))
+    value = field_value(text, ("立场变化", "position change")).lower()
     if not value:
         return None
-    if any(word in value for word in ("无", "未变", "坚持", "不变", "none", "unchanged", "hold")):
-        return False
-    return True
+    # The chosen option comes first; the half-sentence after it may say anything (无念, 无常, …),
+    # so the earliest option word decides, not any occurrence of 无.
+    still = ("无", "未变", "坚持", "不变", "none", "unchanged", "hold")
+    hits = [(value.find(word), word in still) for word in (*still, "松动", "转向", "loosen", "shift") if word in value]
+    return not min(hits)[1] if hits else True
 
 
 def _speech_plan(

@@ -124,7 +124,7 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
         (k for k, words in TYPE_WORDS.items() if any(w in kind_text.lower() for w in words)), ""
     )
     refused_type = "不适合" in kind_text or "unsuitable" in kind_text.lower()
-    not_falsifiable = falsifiable.startswith(("否", "no", "不"))
+    not_falsifiable = falsifiable.lower().startswith(("否", "no", "不"))
     if (refused_type and not ctx.spec.options.proposition_type) or not_falsifiable:
         raise DebateAborted(f"命题未通过入场审查：{clip(reason, 200)}", outcome="refused")
     if not kind:

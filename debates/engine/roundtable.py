@@ -125,7 +125,7 @@ def _r3_post(veto_right: bool):
         if veto_right:
             veto = field_value(text, ("否决", "veto"))
             scenario = field_value(text, ("失败场景", "failure scenario"), multiline=True)
-            data["veto_claimed"] = veto.startswith(("是", "yes", "行使"))
+            data["veto_claimed"] = veto.lower().startswith(("是", "yes", "行使"))
             data["failure_scenario"] = scenario
         return text, data
 

@@ -80,3 +80,9 @@ def imported(db) -> Library:
     """The sample library plus a second one, so refused imports have something to leave alone."""
     import_manifest(sample_manifest("other-duel", prefix="o"))
     return import_manifest(sample_manifest()).library
+
+
+@pytest.fixture(autouse=True)
+def english(settings):
+    """These tests assert English messages; the project's default language is Chinese."""
+    settings.LANGUAGE_CODE = "en"

@@ -33,11 +33,8 @@ def post(client, **fields):
 def field_errors(response, field: str) -> str:
     """The error list rendered inside the field's own block (its div#field-<name>)."""
     html = response.content.decode()
-    block = re.search(
-        rf'<div class="field" id="field-{field}">(.*?)</div>\s*(?:<div class="field"|<button|</details|<div id="suggestion")',
-        html,
-        re.S,
-    )
+    after_block = r'</div>\s*(?:<div class="field"|<button|</details|<div id="suggestion")'
+    block = re.search(rf'<div class="field" id="field-{field}">(.*?){after_block}', html, re.S)
     assert block, f"no block for field {field}"
     errors = re.search(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', block.group(1), re.S)
     return errors.group(1) if errors else ""

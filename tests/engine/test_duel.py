@@ -1,0 +1,361 @@
+"""Duel (master-debate) against the real fake HTTP server: isolation, pairing, rounds, ammunition,
+coverage warning, round summaries, early stop and the neutral close."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from debates.engine import duel
+from debates.engine import events as ev
+from debates.engine.duel import DISCLAIMER, ONE_SIDED_WARNING, choose_pair, pair_key, resolve_rounds
+from debates.engine.spec import CritiqueSpec, PairingRuleSpec
+from debates.engine.text import clip
+from debates.engine.turns import DebateAborted
+
+from .conftest import (
+    AJAHN_CHAH,
+    HUINENG,
+    KUMARAJIVA,
+    MAHASI,
+    MASTERS,
+    PAIRING_RULES,
+    YINGUANG,
+    duel_spec,
+    req_speaker,
+    req_user,
+    speaker_of,
+    text_of,
+    user_of,
+)
+
+SLUG = {p.name: p.slug for p in MASTERS}
+CLOSER = "中立记录者"
+CLOSE_TEXT = "NEUTRAL-CLOSE 双方主张各有经证；分歧在于下手处；可互相参照之处在于都重视当下用功。\n小结：两家各有所重。"
+LONG_SUMMARY = "慧能认为" + "自性本自清净本自具足" * 12  # 124 characters: the engine must clip it to 80
+
+CRITIQUES = [
+    CritiqueSpec("huineng", "yinguang", "AMMO-H2Y 念佛若不见自性，只是口头功夫", "《坛经·疑问品》"),
+    CritiqueSpec("yinguang", "huineng", "AMMO-Y2H 末法众生根机陋劣，参禅难以了脱", "《印光法师文钞·复永嘉某居士书》"),
+    CritiqueSpec("huineng", "kumarajiva", "AMMO-H2K 不该出现在这场对辩里", "《坛经》"),
+]
+
+
+def round_of(user: str) -> int:
+    return int(re.search(r"第 (\d+)/\d+ 轮", user).group(1))
+
+
+def duel_script(move=lambda slug, n: "松动，吸收了对方一点", summary=None, close=CLOSE_TEXT):
+    """Each speaker says a unique raw marker sentence and a summary line that does not contain it."""
+
+    def script(body):
+        who = speaker_of(body)
+        if who == CLOSER:
+            return close
+        slug, n = SLUG[who], round_of(user_of(body))
+        said = summary(slug, n) if summary else f"SUM-{slug}-R{n} {who}守本派立场"
+        return (
+            f"RAW-{slug}-R{n}：这是{who}第{n}轮的原话，对手绝不应看到这句。\n"
+            f"引《坛经》与《文钞》为证。\n立场变化：{move(slug, n)}\n小结：{said}"
+        )
+
+    return script
+
+
+def speeches(run):
+    return [r for r in run.requests if req_speaker(r) != CLOSER]
+
+
+# -- isolation --------------------------------------------------------------------------------------
+
+
+async def test_turns_never_carry_the_opponents_raw_text_only_its_summary(harness):
+    def summary(slug, n):
+        return LONG_SUMMARY if (slug, n) == ("huineng", 2) else f"SUM-{slug}-R{n} 守本派立场"
+
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    spec.options.rounds = 3
+    run = await harness.run(spec, duel_script(summary=summary))
+
+    assert run.outcome == "done"
+    turns = run.turns()
+    order = [(req_speaker(r), round_of(req_user(r))) for r in speeches(run)]
+    assert order == [
+        ("慧能大师", 1),
+        ("印光大师", 1),
+        ("慧能大师", 2),
+        ("印光大师", 2),
+        ("慧能大师", 3),
+        ("印光大师", 3),
+    ]
+    for request in run.requests:
+        # one fresh call: a system prompt (the persona) and one user message (the task), no history
+        assert [m["role"] for m in request.messages] == ["system", "user"]
+    for request in speeches(run):
+        me = SLUG[req_speaker(request)]
+        other = "yinguang" if me == "huineng" else "huineng"
+        n = round_of(req_user(request))
+        seen = text_of(request)
+        assert f"RAW-{other}" not in seen, "the opponent's raw text leaked into a duel turn"
+        assert "对手绝不应看到" not in seen
+        assert f"RAW-{me}" not in seen, "a speaker's own earlier draft was sent back to it"
+        # the opponent's latest summary (yinguang answers huineng's same round; huineng answers the last one)
+        latest = (n if me == "yinguang" else n - 1) if not (me == "huineng" and n == 1) else None
+        if latest is None:
+            assert "对手尚未发言" in seen
+        else:
+            opponent_summary = turns[f"duel:{latest}:{other}"].summary
+            assert len(opponent_summary) <= 80
+            assert f"## 对手当前立场摘要（≤80字）\n{opponent_summary}\n" in seen
+    # the long summary was clipped to 80 characters, and only the clipped form reached the opponent
+    clipped = turns["duel:2:huineng"].summary
+    assert clipped == clip(LONG_SUMMARY, 80) and len(clipped) == 80 and clipped.endswith("…")
+    yinguang_r2 = next(r for r in speeches(run) if req_speaker(r) == "印光大师" and round_of(req_user(r)) == 2)
+    assert clipped in text_of(yinguang_r2) and LONG_SUMMARY not in text_of(yinguang_r2)
+    # the close sees summaries only
+    close = [r for r in run.requests if req_speaker(r) == CLOSER]
+    assert len(close) == 1 and "RAW-" not in text_of(close[0]) and "SUM-yinguang-R3" in text_of(close[0])
+
+
+async def test_round_summaries_are_kept_in_the_report_data(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    spec.options.rounds = 2
+    run = await harness.run(spec, duel_script())
+
+    assert run.data["round_summaries"] == [
+        {"round": 1, "speaker_slug": "huineng", "summary": "SUM-huineng-R1 慧能大师守本派立场"},
+        {"round": 1, "speaker_slug": "yinguang", "summary": "SUM-yinguang-R1 印光大师守本派立场"},
+        {"round": 2, "speaker_slug": "huineng", "summary": "SUM-huineng-R2 慧能大师守本派立场"},
+        {"round": 2, "speaker_slug": "yinguang", "summary": "SUM-yinguang-R2 印光大师守本派立场"},
+    ]
+    assert run.data["pair_key"] == "huineng-vs-yinguang" and run.data["pairing"] == "explicit"
+
+
+# -- pairing --------------------------------------------------------------------------------------
+
+
+def test_pairing_explicit_choice_wins_over_rules_and_keywords():
+    pairing = choose_pair("参禅还是念佛？", [AJAHN_CHAH, KUMARAJIVA], PAIRING_RULES, MASTERS)
+    assert (pairing.a.slug, pairing.b.slug, pairing.how) == ("ajahn-chah", "kumarajiva", "explicit")
+
+
+def test_pairing_rule_matches_topic_keywords():
+    pairing = choose_pair("参禅好还是念佛好？", [], PAIRING_RULES, MASTERS)
+    assert (pairing.a.slug, pairing.b.slug, pairing.how) == ("huineng", "yinguang", "rule")
+    assert pairing.rule is PAIRING_RULES[0]
+
+
+def test_pairing_rule_is_skipped_when_its_personas_are_not_in_the_pool():
+    pool = [p for p in MASTERS if p.slug != "yinguang"]
+    # 参禅 matches the huineng×yinguang rule, but yinguang is absent: fall through to keywords
+    pairing = choose_pair("参禅与中观般若", [], PAIRING_RULES, pool)
+    assert pairing.how == "keywords"
+    assert {pairing.a.slug, pairing.b.slug} == {"huineng", "kumarajiva"}
+
+
+def test_keyword_match_takes_the_two_best_from_different_traditions():
+    # ajahn-chah (戒律, 放下) and mahasi-sayadaw (内观, 放下) score 2 each but share a tradition;
+    # huineng (顿悟) scores 1 from another tradition and is taken instead of mahasi.
+    pairing = choose_pair("放下、内观与戒律，兼谈顿悟", [], PAIRING_RULES, MASTERS)
+    assert pairing.how == "keywords"
+    assert (pairing.a.slug, pairing.b.slug) == ("ajahn-chah", "huineng")
+    assert pairing.a.tradition != pairing.b.tradition
+
+
+@pytest.mark.parametrize(
+    "question, explicit, reason",
+    [
+        ("今天晚饭吃什么比较好？", [], "no pairing rule or persona keyword matches"),
+        ("放下与内观", [], "different tradition"),  # only 上座部 personas match
+        ("随便", [HUINENG], "exactly two personas"),
+    ],
+)
+def test_pairing_refuses_when_nothing_fits(question, explicit, reason):
+    with pytest.raises(DebateAborted) as caught:
+        choose_pair(question, explicit, PAIRING_RULES, MASTERS)
+    assert caught.value.outcome == "refused" and reason in str(caught.value)
+
+
+async def test_refused_pairing_makes_no_llm_call(harness):
+    run = await harness.run(duel_spec("今天晚饭吃什么比较好？"), duel_script())
+    assert run.outcome == "refused"
+    assert run.requests == []
+    assert run.finished.outcome == "refused" and "no pairing rule" in run.finished.reason
+    assert not run.sink.of(ev.Report)
+
+
+def test_pair_key_is_sorted_and_keeps_hyphenated_slugs_whole():
+    assert pair_key("yinguang", "huineng") == "huineng-vs-yinguang"
+    assert pair_key("mahasi-sayadaw", "ajahn-chah") == "ajahn-chah-vs-mahasi-sayadaw"
+    assert pair_key("ajahn-chah", "mahasi-sayadaw") == pair_key("mahasi-sayadaw", "ajahn-chah")
+
+
+# -- rounds ---------------------------------------------------------------------------------------
+
+
+def _pair(a, b, how="explicit"):
+    return duel.Pairing(a, b, how)
+
+
+@pytest.mark.parametrize(
+    "pair, rules, protocol, requested, expected",
+    [
+        ((AJAHN_CHAH, MAHASI), PAIRING_RULES, {"default_rounds": 4, "max_rounds": 8}, None, 3),  # per-pair
+        ((MAHASI, AJAHN_CHAH), PAIRING_RULES, {"default_rounds": 4, "max_rounds": 8}, None, 3),  # order-free
+        ((HUINENG, YINGUANG), PAIRING_RULES, {"default_rounds": 4, "max_rounds": 8}, None, 4),  # protocol
+        ((HUINENG, YINGUANG), PAIRING_RULES, {"default_rounds": 2, "max_rounds": 8}, None, 2),
+        ((HUINENG, YINGUANG), [], {}, None, duel.DEFAULT_ROUNDS),
+        ((HUINENG, YINGUANG), PAIRING_RULES, {"default_rounds": 4, "max_rounds": 8}, 6, 6),  # user value
+        ((AJAHN_CHAH, MAHASI), PAIRING_RULES, {"default_rounds": 4, "max_rounds": 8}, 5, 5),  # beats override
+        ((HUINENG, YINGUANG), PAIRING_RULES, {"default_rounds": 4, "max_rounds": 8}, 20, 8),  # capped
+        ((HUINENG, YINGUANG), [PairingRuleSpec(("huineng", "yinguang"), (), 12)], {"max_rounds": 8}, None, 8),
+    ],
+)
+def test_resolve_rounds(pair, rules, protocol, requested, expected):
+    assert resolve_rounds(_pair(*pair), rules, protocol, requested) == expected
+
+
+async def test_rule_pair_with_hyphenated_slugs_runs_its_override_rounds(harness):
+    spec = duel_spec("戒律行持与直观内观，孰先孰后？")
+    run = await harness.run(spec, duel_script())
+
+    assert run.outcome == "done"
+    assert run.data["pair_key"] == "ajahn-chah-vs-mahasi-sayadaw"
+    assert run.data["pairing"] == "rule" and run.data["rounds_planned"] == 3
+    assert len(speeches(run)) == 6 and {req_speaker(r) for r in speeches(run)} == {"阿姜查", "马哈希尊者"}
+
+
+async def test_user_rounds_are_capped_by_the_protocol_maximum(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), protocol={"default_rounds": 4, "max_rounds": 2})
+    spec.options.rounds = 20
+    run = await harness.run(spec, duel_script())
+
+    assert run.data["rounds_planned"] == 2
+    assert len(speeches(run)) == 4
+    assert "第 2/2 轮" in req_user(speeches(run)[-1])
+
+
+# -- ammunition and coverage ---------------------------------------------------------------------
+
+
+async def test_each_side_gets_only_its_own_ammunition(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    spec.options.rounds = 2
+    run = await harness.run(spec, duel_script())
+
+    assert run.data["ammunition"] == {"huineng": 1, "yinguang": 1}
+    assert "one_sided_coverage" not in run.warning_codes
+    for request in speeches(run):
+        seen = text_of(request)
+        if req_speaker(request) == "慧能大师":
+            assert "AMMO-H2Y" in seen and "《坛经·疑问品》" in seen
+            assert "AMMO-Y2H" not in seen and "AMMO-H2K" not in seen
+        else:
+            assert "AMMO-Y2H" in seen and "《印光法师文钞·复永嘉某居士书》" in seen
+            assert "AMMO-H2Y" not in seen and "AMMO-H2K" not in seen
+
+
+async def test_one_sided_coverage_warns_at_the_top_and_still_runs(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES[:1])
+    spec.options.rounds = 2
+    run = await harness.run(spec, duel_script())
+
+    assert run.outcome == "done"
+    assert run.data["ammunition"] == {"huineng": 1, "yinguang": 0}
+    assert run.warning("one_sided_coverage").text == ONE_SIDED_WARNING
+    verdict = run.report.verdict_markdown
+    assert ONE_SIDED_WARNING in verdict
+    assert verdict.index(ONE_SIDED_WARNING) < verdict.index("## 中立收束")
+    assert len(speeches(run)) == 4
+    yinguang = [r for r in speeches(run) if req_speaker(r) == "印光大师"]
+    assert all("没有预备的批评条目" in text_of(r) for r in yinguang)
+
+
+async def test_no_critiques_at_all_is_also_one_sided(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG))
+    spec.options.rounds = 1
+    run = await harness.run(spec, duel_script())
+    assert run.outcome == "done" and "one_sided_coverage" in run.warning_codes
+
+
+# -- stopping and closing -------------------------------------------------------------------------
+
+
+async def test_early_stop_when_both_positions_stop_moving(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)  # protocol default: 4 rounds
+    run = await harness.run(spec, duel_script(move=lambda s, n: "转向，采纳对方一点" if n == 1 else "无，坚持原立场"))
+
+    assert run.outcome == "done"
+    assert run.data["rounds_planned"] == 4
+    assert run.data["stopped_early_after"] == 2
+    assert "early_stop" in run.warning_codes
+    assert len(speeches(run)) == 4 and len(run.requests) == 5
+    assert [s["round"] for s in run.data["round_summaries"]] == [1, 1, 2, 2]
+
+
+async def test_no_early_stop_while_one_side_still_moves(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    run = await harness.run(spec, duel_script(move=lambda s, n: "无" if s == "huineng" else "松动"))
+    assert "stopped_early_after" not in run.data and "early_stop" not in run.warning_codes
+    assert len(speeches(run)) == 8
+
+
+async def test_a_move_explained_with_the_character_wu_still_counts_as_moved(harness):
+    # "转向" is the chosen option; the explanation mentions 无念 — that is not "无" (no change).
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    spec.options.rounds = 3
+    run = await harness.run(spec, duel_script(move=lambda s, n: "转向，接受了无念之说"))
+    assert "stopped_early_after" not in run.data
+    assert len(speeches(run)) == 6
+    assert run.turns()["duel:2:huineng"].data == {"moved": True}
+
+
+async def test_early_stop_by_unchanged_summaries_when_nobody_declares(harness):
+    def script(body):
+        who = speaker_of(body)
+        if who == CLOSER:
+            return CLOSE_TEXT
+        return f"RAW：{who}的发言。\n小结：{who}始终认为自性与净土并不相碍"
+
+    run = await harness.run(duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES), script)
+    assert run.data["stopped_early_after"] == 2
+    assert run.turns()["duel:2:huineng"].data == {"moved": None}
+
+
+async def test_neutral_close_is_headed_by_the_disclaimer(harness):
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    spec.options.rounds = 1
+    run = await harness.run(spec, duel_script())
+
+    verdict = run.report.verdict_markdown
+    blocks = verdict.split("\n\n")
+    assert blocks[0] == "# 祖师对辩 Duel"
+    assert blocks[2] == DISCLAIMER  # right after the heading and the question
+    assert verdict.index(DISCLAIMER) < verdict.index("## 中立收束 Neutral synthesis") < verdict.index("NEUTRAL-CLOSE")
+    close = next(r for r in run.requests if req_speaker(r) == CLOSER)
+    assert "不站任何一方，不评判高下" in req_user(close)
+    assert "没有裁决之权" in close.system_prompt
+    assert run.data["verdict_sections"][0]["title"] == "中立收束 Neutral synthesis"
+    assert run.data["verdict_sections"][0]["body"].startswith("NEUTRAL-CLOSE")
+
+
+async def test_duel_failure_keeps_earlier_turns(harness):
+    from debates.testing.fake_openai import Fault
+
+    harness.server.inject(
+        Fault.server_error(),
+        times=None,
+        when=lambda body: speaker_of(body) == "印光大师" and "第 2/3 轮" in user_of(body),
+    )
+    spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
+    spec.options.rounds = 3
+    run = await harness.run(spec, duel_script(), max_retries=1)
+
+    assert run.outcome == "failed"
+    failed = run.sink.of(ev.TurnFailed)
+    assert [f.key for f in failed] == ["duel:2:yinguang"] and "HTTP 500" in failed[0].error
+    assert set(run.turns()) == {"duel:1:huineng", "duel:1:yinguang", "duel:2:huineng"}
+    assert run.turns()["duel:1:yinguang"].text.startswith("RAW-yinguang-R1")
+    assert not any(req_speaker(r) == CLOSER for r in run.requests)
+    assert run.finished.outcome == "failed" and "印光大师" in run.finished.reason

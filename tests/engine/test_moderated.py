@@ -1,0 +1,269 @@
+"""Moderated debate against the real fake HTTP server: manifests, aborts, speaking order per mode,
+the character limit, anti-pattern flags, the fixed verdict form, the budget and the recommender."""
+
+from __future__ import annotations
+
+import re
+
+from debates.engine import events as ev
+from debates.engine.moderated import CUT_MARK, VERDICT_FORM, enforce_verdict_form, recommend, validate_manifests
+from debates.engine.spec import SeatSpec
+
+from .conftest import (
+    CONFUCIUS,
+    JOBS,
+    MODERATOR,
+    MUNGER,
+    SOCRATES,
+    manifest,
+    moderated_spec,
+    req_speaker,
+    req_user,
+    speaker_of,
+    text_of,
+    user_of,
+)
+
+CHAIR = "主持人"
+SLUG = {p.name: p.slug for p in (JOBS, MUNGER, CONFUCIUS, SOCRATES)}
+FILLER = {
+    1: "开篇先讲清楚边界条件与目标客户是谁，再谈资源怎么分配。",
+    2: "回到对方提到的现金流压力，销售回款周期决定了能活多久。",
+    3: "最后总结：两件事要交替推进，但第一步取决于是否已有付费意愿的证据。",
+}
+GOOD_VERDICT = f"## 各方要点\n- 甲方重产品，乙方重现金流。\n## 裁决\n{VERDICT_FORM}：先用最小产品验证付费意愿。"
+
+
+def round_of(user: str) -> int:
+    return int(re.search(r"（第 (\d+)/\d+ 轮）", user).group(1))
+
+
+def mod_script(speech=None, verdict=GOOD_VERDICT):
+    """`speech(name, slug, round, user)` may return a text; else a distinct default per speaker and round."""
+
+    def script(body):
+        who, user = speaker_of(body), user_of(body)
+        if who == CHAIR:
+            return verdict
+        n = round_of(user)
+        text = speech(who, SLUG.get(who, who), n, user) if speech else None
+        return text or f"MARK-{SLUG.get(who, who)}-{n} {who}：{FILLER[min(n, 3)]}"
+
+    return script
+
+
+def speech_requests(run):
+    return [r for r in run.requests if req_speaker(r) != CHAIR]
+
+
+def order(run) -> list[str]:
+    return [req_speaker(r) for r in speech_requests(run)]
+
+
+# -- manifests and aborts -------------------------------------------------------------------------
+
+
+def test_manifest_validation_drops_incomplete_and_warns_low_density():
+    seats = [
+        SeatSpec(JOBS),
+        SeatSpec(manifest("no-schema", "缺类型", schema="")),
+        SeatSpec(manifest("no-density", "缺密度", density=None)),
+        SeatSpec(manifest("no-description", "缺描述", description="")),
+        SeatSpec(manifest("thin", "庄子", density=4.5)),
+        SeatSpec(manifest("unknown", "未评分", density=-1)),
+        SeatSpec(manifest("zero", "零分", density=0)),
+        SeatSpec(manifest("six", "六分", density=6.0)),
+        SeatSpec(manifest("negative", "负五", density=-5)),
+    ]
+    kept, dropped, warnings = validate_manifests(seats)
+
+    assert [s.persona.slug for s in kept] == ["steve-jobs", "thin", "unknown", "zero", "six", "negative"]
+    assert dropped == [
+        "no-schema: missing schema_type",
+        "no-density: missing density_score",
+        "no-description: missing description",
+    ]
+    assert warnings == [
+        "庄子: low-density persona (density 4.5)",
+        "未评分: low-density persona (density -1)",
+        "零分: low-density persona (density 0)",
+    ]
+
+
+async def test_dropped_personas_never_speak_and_warnings_are_emitted(harness):
+    seats = [
+        SeatSpec(JOBS),
+        SeatSpec(MUNGER),
+        SeatSpec(manifest("no-schema", "缺类型者", schema="")),
+        SeatSpec(manifest("thin", "低密度者", density=3)),
+    ]
+    run = await harness.run(moderated_spec(seats=seats, rounds=1), mod_script())
+
+    assert run.outcome == "done"
+    assert run.data["participants"] == ["steve-jobs", "charlie-munger", "thin"]
+    assert run.warning_codes.count("manifest_dropped") == 1 and "no-schema" in run.warning("manifest_dropped").text
+    assert run.warning("low_density").text == "低密度者: low-density persona (density 3)"
+    assert "缺类型者" not in order(run) and order(run) == ["史蒂夫·乔布斯", "查理·芒格", "低密度者"]
+
+
+async def test_fewer_than_two_participants_after_validation_aborts(harness):
+    seats = [SeatSpec(JOBS), SeatSpec(manifest("no-density", "缺密度", density=None))]
+    run = await harness.run(moderated_spec(seats=seats), mod_script())
+
+    assert run.outcome == "refused"
+    assert run.requests == []
+    assert "至少需要 2 位" in run.finished.reason
+    assert "manifest_dropped" in run.warning_codes
+
+
+async def test_position_based_needs_an_against_side(harness):
+    seats = [SeatSpec(JOBS, position="for"), SeatSpec(MUNGER, position="for"), SeatSpec(CONFUCIUS)]
+    run = await harness.run(moderated_spec(seats=seats, mode="position-based"), mod_script())
+    assert run.outcome == "refused" and run.requests == []
+    assert "反对方" in run.finished.reason
+
+
+# -- speaking order -------------------------------------------------------------------------------
+
+
+async def test_round_robin_order_and_context(harness):
+    run = await harness.run(moderated_spec(rounds=2), mod_script())
+
+    assert run.outcome == "done"
+    assert order(run) == ["史蒂夫·乔布斯", "查理·芒格", "孔子"] * 2
+    assert [round_of(req_user(r)) for r in speech_requests(run)] == [1, 1, 1, 2, 2, 2]
+    first, second = speech_requests(run)[:2]
+    assert "（你是第一位发言者。）" in req_user(first)
+    assert "【史蒂夫·乔布斯】MARK-steve-jobs-1" in req_user(second)  # earlier speeches as context
+    assert "当前模式：round-robin" in req_user(first) and "最大字数：600" in req_user(first)
+    assert req_speaker(run.requests[-1]) == CHAIR
+    assert run.data["speech_counts"] == {"steve-jobs": 2, "charlie-munger": 2, "confucius": 2}
+
+
+async def test_position_based_alternates_for_and_against(harness):
+    seats = [
+        SeatSpec(JOBS, position="for"),
+        SeatSpec(MUNGER, position="against"),
+        SeatSpec(CONFUCIUS, position="for"),
+    ]
+    run = await harness.run(moderated_spec(seats=seats, mode="position-based", rounds=1), mod_script())
+
+    assert order(run) == ["史蒂夫·乔布斯", "查理·芒格", "孔子"]
+    positions = [re.search(r"你被分派的立场：(\S+?)（", req_user(r)).group(1) for r in speech_requests(run)]
+    assert positions == ["支持", "反对", "支持"]
+
+
+async def test_free_form_keeps_speech_counts_within_one(harness):
+    seats = [SeatSpec(p) for p in (JOBS, MUNGER, CONFUCIUS, SOCRATES)]
+
+    def speech(who, slug, n, user):  # everybody keeps inviting 孔子: he must not get extra turns
+        return f"MARK-{slug}-{n}-{user.count('【')} {who}：我想听听孔子怎么看。{FILLER[min(n, 3)]}"
+
+    run = await harness.run(moderated_spec(seats=seats, mode="free-form", rounds=3), mod_script(speech))
+
+    sequence = [SLUG[name] for name in order(run)]
+    assert len(sequence) == 12
+    assert sequence[:2] == ["steve-jobs", "confucius"]  # the named speaker gets the floor among equals
+    counts = dict.fromkeys(SLUG.values(), 0)
+    for slug in sequence:
+        counts[slug] += 1
+        assert max(counts.values()) - min(counts.values()) <= 1, sequence
+    assert run.data["speech_counts"] == dict.fromkeys(["steve-jobs", "charlie-munger", "confucius", "socrates"], 3)
+
+
+# -- limits and flags -----------------------------------------------------------------------------
+
+
+async def test_speech_over_the_character_limit_is_cut_and_marked(harness):
+    long = "先做产品" * 30 + "TAIL-MARKER"
+
+    def speech(who, slug, n, user):
+        return long if slug == "steve-jobs" else f"{who}：先卖再做。"
+
+    run = await harness.run(moderated_spec(rounds=1, max_chars=40), mod_script(speech))
+
+    jobs = run.turns()["speech:1:steve-jobs:1"]
+    assert jobs.text == long[:40] + CUT_MARK
+    assert jobs.data == {"cut": True, "position": ""}
+    assert run.turns()["speech:1:charlie-munger:1"].data["cut"] is False
+    assert "speech_cut" in run.warning_codes and "40" in run.warning("speech_cut").text
+    munger = speech_requests(run)[1]
+    assert long[:40] + CUT_MARK in req_user(munger) and "TAIL-MARKER" not in text_of(munger)
+    assert "最大字数：40" in req_user(munger)
+
+
+async def test_anti_pattern_flags(harness):
+    said = {
+        ("steve-jobs", 1): "MARK 产品是一切的起点，先做出让人尖叫的东西，再考虑怎么卖。" * 2,
+        ("charlie-munger", 1): "反过来想：如果一家小公司死了，最可能的死因是现金流断裂，而不是产品不够好。" * 2,
+        ("confucius", 1): "作为一个AI语言模型，我无法给出个人意见，但可以列出几个考虑因素。",
+        ("steve-jobs", 2): "我同意。",
+        ("confucius", 2): "史蒂夫·乔布斯说：“产品必须免费送给所有人”，这显然违背了名实相副的道理，先正名再做事。",
+    }
+    said[("charlie-munger", 2)] = said[("charlie-munger", 1)]  # word for word again
+
+    run = await harness.run(moderated_spec(rounds=2), mod_script(lambda who, slug, n, user: said[(slug, n)]))
+
+    assert sorted((f["speaker"], f["flag"], f["turn"]) for f in run.data["flags"]) == [
+        ("charlie-munger", "repetition", "speech:2:charlie-munger:2"),
+        ("confucius", "persona drift", "speech:1:confucius:1"),
+        ("confucius", "straw man", "speech:2:confucius:2"),
+        ("steve-jobs", "empty agreement", "speech:2:steve-jobs:2"),
+    ]
+    assert run.warning_codes.count("anti_pattern") == 4
+
+
+async def test_verdict_is_forced_into_the_fixed_form(harness):
+    run = await harness.run(moderated_spec(rounds=1), mod_script(verdict="我认为应该选先做产品，理由是验证成本低。"))
+
+    verdict = run.data["verdict"]
+    assert verdict.startswith(f"{VERDICT_FORM}：")
+    assert "我认为" not in verdict and "应该选" not in verdict
+    assert run.data["verdict_fixes"] == ["removed '我认为'", "removed '应该选'", "verdict form added"]
+    assert verdict in run.report.verdict_markdown
+
+
+async def test_a_verdict_already_in_the_fixed_form_is_left_alone(harness):
+    run = await harness.run(moderated_spec(rounds=1), mod_script())
+    assert run.data["verdict"] == GOOD_VERDICT and run.data["verdict_fixes"] == []
+    chair = run.requests[-1]
+    assert req_speaker(chair) == CHAIR and VERDICT_FORM in req_user(chair)
+    assert all(f"MARK-{s}-1" in req_user(chair) for s in ("steve-jobs", "charlie-munger", "confucius"))
+
+
+def test_enforce_verdict_form_on_empty_text():
+    assert enforce_verdict_form("") == (f"{VERDICT_FORM}：（无足够发言）", ["verdict form added"])
+
+
+async def test_token_budget_ends_the_speeches_and_still_gives_a_verdict(harness):
+    run = await harness.run(moderated_spec(rounds=2, token_budget=1), mod_script())
+
+    assert run.outcome == "done"
+    assert len(run.requests) == 1 and req_speaker(run.requests[0]) == "史蒂夫·乔布斯"
+    assert "token_budget" in run.warning_codes
+    assert run.data["verdict"].startswith(VERDICT_FORM) and "预算用尽" in run.data["verdict"]
+    assert run.data["speech_counts"] == {"steve-jobs": 1, "charlie-munger": 0, "confucius": 0}
+
+
+# -- recommender ----------------------------------------------------------------------------------
+
+
+def test_recommender_ignores_scores_under_one_half():
+    pool = [
+        JOBS,  # 产品 + 设计: overlap 1.0 → 0.7 + 0.3 × 0.8
+        MUNGER,  # no keyword: 0.3 × 0.9 = 0.27 → ignored
+        manifest("half", "刚好一半", density=5.0, keywords=("产品", "别的")),  # 0.35 + 0.15 = 0.5 → kept
+        manifest("almost", "差一点", density=4.0, keywords=("设计", "别的")),  # 0.35 + 0.12 = 0.47 → ignored
+        MODERATOR,  # not a debater
+    ]
+    got = recommend("小团队的产品设计该先做什么？", pool)
+    assert [(p.slug, s) for p, s in got] == [("steve-jobs", 0.94), ("half", 0.5)]
+    assert all(score >= 0.5 for _, score in got)
+    assert recommend("小团队的产品设计该先做什么？", pool, threshold=0.9) == [(JOBS, 0.94)]
+
+
+async def test_moderated_stop_sequences_and_finish_event(harness):
+    run = await harness.run(moderated_spec(rounds=1), mod_script())
+    first = speech_requests(run)[0]
+    assert first.body["stop"] == ["\n【查理·芒格】", "\n【孔子】"]
+    assert run.finished == ev.Finished("done")

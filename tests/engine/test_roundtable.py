@@ -1,0 +1,341 @@
+"""Roundtable against the real fake HTTP server: suitability, modes, checkpoint and resume,
+'agree and add' sent back once, the veto rule, and the four output sections."""
+
+from __future__ import annotations
+
+import pytest
+
+from debates.engine import events as ev
+from debates.engine.roundtable import recommend_roles, split_sections, suitability
+from debates.engine.spec import CompletedTurn
+
+from .conftest import (
+    AI_PM,
+    DEVIL,
+    GROWTH,
+    LLM_ARCH,
+    OPTIMIST,
+    RAG,
+    TABLE_POOL,
+    TEMPLATES,
+    USER_ADVOCATE,
+    req_speaker,
+    req_user,
+    speaker_of,
+    table_spec,
+    text_of,
+    user_of,
+)
+
+HOST = "圆桌主持"
+SLUG = {p.name: p.slug for p in TABLE_POOL}
+DIRECT = "RAG（检索增强生成）是先检索相关文档、再让模型据此作答的方法。DIRECT-ANSWER"
+SYNTHESIS = (
+    "## 共识\n- 先做小范围试点。\n## 分歧\n- 乐观者主张全面铺开，魔鬼代言人反对（置信度中）。\n"
+    "## 行动指南\n1. 建立评测集。\n2. 两周试点。\n## 风险提示\n- 知识库过期导致答错。"
+)
+PHASES = {
+    "r1": "轮次 1：只看议题",
+    "resend": "你被退回的上一版",
+    "r2": "必须挑战至少一个其他角色的核心论点",
+    "r3": "回应针对你的质询",
+}
+
+
+def phase_of(user: str) -> str | None:
+    # the resend also carries the R2 rule: test it first
+    return next((phase for phase, words in PHASES.items() if words in user), None)
+
+
+class TableScript:
+    def __init__(self, roles, speeches=None, synthesis=SYNTHESIS):
+        self.names = [r.name for r in roles]
+        self.speeches = dict(speeches or {})
+        self.synthesis = synthesis
+
+    def __call__(self, body):
+        who, user = speaker_of(body), user_of(body)
+        if who == HOST:
+            if "直接、准确地回答" in user:
+                return DIRECT
+            if "整合输出" in user:
+                return self.synthesis
+            if "深度模式的检索准备" in user:
+                return "- 事实：现有知识库 3000 篇文档 RESEARCH-FACT（待核实）"
+            raise AssertionError(user[:100])
+        slug, phase = SLUG[who], phase_of(user)
+        if (slug, phase) in self.speeches:
+            return self.speeches[(slug, phase)]
+        target = self.names[(self.names.index(who) + 1) % len(self.names)]
+        if phase == "r1":
+            return (
+                f"核心论点：{who}主张小步试点。MARK-{slug}-R1\n论据：\n1. 成本可控。\n2. 可以量化效果。\n"
+                f"置信度：高\n小结：{who}主张试点。"
+            )
+        if phase in ("r2", "resend"):
+            return (
+                f"质询对象：{target}\n漏洞：{target}的核心论点忽略了知识库维护成本。MARK-{slug}-{phase}\n"
+                f"你的立场：先评测再上线。\n小结：{who}质询{target}。"
+            )
+        if phase == "r3":
+            veto = "\n否决：否" if slug == "devil-advocate" else ""
+            return f"决定：坚持\n理由：质疑不成立。\n最终立场：试点。\n置信度：中{veto}\n小结：{who}坚持试点。"
+        raise AssertionError(f"unclassified request for {who}: {user[:100]}")
+
+
+def of_phase(run, phase: str, who: str | None = None):
+    return [
+        r
+        for r in run.requests
+        if req_speaker(r) != HOST and phase_of(req_user(r)) == phase and (who is None or req_speaker(r) == who)
+    ]
+
+
+STANDARD = [DEVIL, OPTIMIST, RAG, LLM_ARCH]
+
+
+# -- suitability --------------------------------------------------------------------------------
+
+
+async def test_a_simple_fact_is_answered_directly(harness):
+    run = await harness.run(table_spec("什么是 RAG？"), TableScript(STANDARD))
+
+    assert run.outcome == "done"
+    assert len(run.requests) == 1
+    assert req_speaker(run.requests[0]) == HOST and "直接、准确地回答" in req_user(run.requests[0])
+    assert run.data["suitability"] == "simple fact"
+    assert "unsuitable" in run.warning_codes
+    assert run.data["verdict_sections"] == [{"title": "直接回答 Direct answer", "body": DIRECT}]
+    assert not run.sink.of(ev.Checkpoint)
+
+
+async def test_force_debates_even_an_unsuitable_question(harness):
+    spec = table_spec("什么是 RAG？", force=True)
+    run = await harness.run(spec, TableScript(STANDARD))
+    assert run.outcome == "waiting"
+    assert len(of_phase(run, "r1")) == 4 and "unsuitable" not in run.warning_codes
+
+
+@pytest.mark.parametrize(
+    "question, ok, reason",
+    [
+        ("什么是 RAG？", False, "simple fact"),
+        ("What is a vector database?", False, "simple fact"),
+        ("线上报错 NullPointerException 怎么修复", False, "single bug fix"),
+        ("今天之内必须上线，怎么办", False, "urgent"),
+        ("我们已经决定用微服务了，帮我排个计划", False, "already decided"),
+        ("我们的客服产品要不要引入 RAG 知识库？", True, ""),
+    ],
+)
+def test_suitability_check(question, ok, reason):
+    assert suitability(question) == (ok, reason)
+
+
+# -- modes and roles ------------------------------------------------------------------------------
+
+
+async def test_quick_mode_is_three_roles_one_round_no_checkpoint(harness):
+    roles = [DEVIL, OPTIMIST, RAG]
+    run = await harness.run(table_spec(roles=roles, mode="quick"), TableScript(roles))
+
+    assert run.outcome == "done"
+    assert run.data["mode"] == "quick" and run.data["rounds"] == 1
+    assert sorted(req_speaker(r) for r in of_phase(run, "r1")) == sorted(r.name for r in roles)
+    assert of_phase(run, "r2") == [] and of_phase(run, "r3") == []
+    assert not run.sink.of(ev.Checkpoint)
+    assert len(run.requests) == 4 and "整合输出" in req_user(run.requests[-1])
+
+
+@pytest.mark.parametrize(
+    "mode, roles",
+    [
+        ("quick", [DEVIL, OPTIMIST, RAG, LLM_ARCH]),
+        ("standard", [DEVIL, OPTIMIST, RAG]),
+        ("standard", [DEVIL, OPTIMIST, USER_ADVOCATE, RAG, LLM_ARCH, AI_PM]),
+        ("deep", [DEVIL, OPTIMIST, RAG, LLM_ARCH]),
+        ("marathon", [DEVIL, OPTIMIST, RAG]),
+    ],
+)
+async def test_wrong_role_count_or_mode_is_refused_before_any_call(harness, mode, roles):
+    run = await harness.run(table_spec(roles=roles, mode=mode), TableScript(roles))
+    assert run.outcome == "refused" and run.requests == []
+
+
+async def test_deep_mode_researches_first_and_shares_the_facts(harness):
+    roles = [DEVIL, OPTIMIST, USER_ADVOCATE, RAG, LLM_ARCH]
+    run = await harness.run(table_spec(roles=roles, mode="deep", no_interrupt=True), TableScript(roles))
+
+    assert run.outcome == "done" and run.data["rounds"] == 3
+    assert "深度模式的检索准备" in req_user(run.requests[0])
+    assert all("RESEARCH-FACT" in text_of(r) for r in of_phase(run, "r1"))
+    assert len(of_phase(run, "r1")) == len(of_phase(run, "r2")) == len(of_phase(run, "r3")) == 5
+
+
+def test_recommended_table_is_two_stances_and_three_experts():
+    roles, template = recommend_roles("客服要不要上 RAG？", TEMPLATES, TABLE_POOL)
+    assert template is TEMPLATES[0]
+    assert [r.slug for r in roles] == [
+        "devil-advocate",
+        "user-advocate",
+        "ai-product-manager",
+        "llm-architect",
+        "rag-specialist",
+    ]
+    assert [r.tier for r in roles] == ["l1", "l1", "l2", "l2", "l2"]
+    # no template matches: devil's advocate first, one more stance, experts by keyword
+    roles, template = recommend_roles("用户留存怎么提升增长？", TEMPLATES, TABLE_POOL)
+    assert template is None
+    assert [r.slug for r in roles] == ["devil-advocate", "optimist", "growth-pm", "ai-product-manager", "llm-architect"]
+    assert roles[2] is GROWTH
+    quick, _ = recommend_roles("客服要不要上 RAG？", TEMPLATES, TABLE_POOL, mode="quick")
+    assert len(quick) == 3
+
+
+async def test_without_seats_the_table_is_recommended(harness):
+    spec = table_spec("客服要不要上 RAG？", roles=[])
+    run = await harness.run(spec, TableScript([DEVIL, USER_ADVOCATE, AI_PM, LLM_ARCH, RAG]))
+    assert run.outcome == "waiting"
+    assert sorted(SLUG[req_speaker(r)] for r in of_phase(run, "r1")) == sorted(TEMPLATES[0].roles)
+
+
+# -- checkpoint and resume ------------------------------------------------------------------------
+
+
+async def test_checkpoint_after_r1_then_resume_without_recalling_r1(harness):
+    script = TableScript(STANDARD)
+    first = await harness.run(table_spec(), script)
+
+    assert first.outcome == "waiting"
+    assert first.finished.outcome == "waiting"
+    assert len(first.sink.of(ev.Checkpoint)) == 1
+    assert len(first.requests) == 4 and len(of_phase(first, "r1")) == 4
+    assert not first.sink.of(ev.Report)
+
+    spec = table_spec()
+    spec.completed = {
+        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+        for t in first.sink.of(ev.TurnFinished)
+    }
+    spec.checkpoint_reply = "预算只有十万元 CHECKPOINT-FACT"
+    resumed = await harness.run(spec, script)
+
+    assert resumed.outcome == "done"
+    assert of_phase(resumed, "r1") == []  # R1 was not called again
+    replayed = [t for t in resumed.sink.of(ev.TurnFinished) if t.replayed]
+    assert sorted(t.key for t in replayed) == sorted(f"r1:{r.slug}" for r in STANDARD)
+    assert not any(t.key.startswith("r1:") for t in resumed.sink.of(ev.TurnStarted))
+    later = [r for r in resumed.requests]
+    assert len(later) == 4 + 4 + 1  # R2, R3, synthesis
+    injected = "用户在检查点补充：预算只有十万元 CHECKPOINT-FACT"
+    assert all(injected in text_of(r) for r in later)
+    assert all(f"MARK-{s.slug}-R1" in text_of(r) for r in of_phase(resumed, "r2") for s in STANDARD)
+    assert resumed.data["checkpoint_addition"] == "预算只有十万元 CHECKPOINT-FACT"
+    # the replayed turns are still on the ledger with their original counts
+    ledger = resumed.data["ledger"]["turns"]
+    for t in replayed:
+        assert ledger[t.key] == {"prompt": t.prompt_tokens, "completion": t.completion_tokens, "estimated": False}
+
+
+async def test_an_empty_checkpoint_reply_just_continues(harness):
+    script = TableScript(STANDARD)
+    first = await harness.run(table_spec(), script)
+    spec = table_spec()
+    spec.completed = {t.key: CompletedTurn(t.key, t.text, t.summary) for t in first.sink.of(ev.TurnFinished)}
+    spec.checkpoint_reply = ""
+    resumed = await harness.run(spec, script)
+    assert resumed.outcome == "done"
+    assert not any("用户在检查点补充" in text_of(r) for r in resumed.requests)
+    assert "checkpoint_addition" not in resumed.data
+
+
+async def test_no_interrupt_runs_through_the_checkpoint(harness):
+    run = await harness.run(table_spec(no_interrupt=True), TableScript(STANDARD))
+    assert run.outcome == "done"
+    assert not run.sink.of(ev.Checkpoint)
+    assert len(of_phase(run, "r2")) == 4
+
+
+# -- R2 and R3 rules ------------------------------------------------------------------------------
+
+
+AGREE = "我同意魔鬼代言人的看法，并补充一点：还要关注客服体验。AGREE-TEXT\n小结：同意并补充。"
+
+
+async def test_agree_and_add_is_sent_back_exactly_once(harness):
+    script = TableScript(STANDARD, speeches={("optimist", "r2"): AGREE})
+    run = await harness.run(table_spec(no_interrupt=True), script)
+
+    assert run.outcome == "done"
+    assert [k for k in run.started_keys() if k.endswith(":resend")] == ["r2:optimist:resend"]
+    assert len(of_phase(run, "r2", "乐观者")) == 1 and len(of_phase(run, "resend", "乐观者")) == 1
+    resend = of_phase(run, "resend")[0]
+    assert "AGREE-TEXT" in req_user(resend) and "被主持人退回" in req_user(resend)
+    assert run.warning_codes.count("agree_and_add") == 1
+    assert "agree_and_add_kept" not in run.warning_codes
+    # R3 sees the rewritten challenge, not the rejected one
+    for request in of_phase(run, "r3"):
+        assert "MARK-optimist-resend" in text_of(request) and "AGREE-TEXT" not in text_of(request)
+
+
+async def test_agree_and_add_again_after_resend_is_kept_with_a_warning_not_resent_twice(harness):
+    script = TableScript(STANDARD, speeches={("optimist", "r2"): AGREE, ("optimist", "resend"): AGREE})
+    run = await harness.run(table_spec(no_interrupt=True), script)
+
+    assert run.outcome == "done"
+    optimist_r2 = [r for r in run.requests if req_speaker(r) == "乐观者" and phase_of(req_user(r)) in ("r2", "resend")]
+    assert len(optimist_r2) == 2
+    assert "agree_and_add_kept" in run.warning_codes
+    assert [k for k in run.started_keys() if "resend" in k] == ["r2:optimist:resend"]
+
+
+VALID_SCENARIO = "上线三个月后知识库过期，答错率升到三成，大客户集体投诉，续约率下降。"
+
+
+@pytest.mark.parametrize(
+    "r3, expected_veto, code",
+    [
+        (f"决定：坚持\n否决：是\n失败场景：{VALID_SCENARIO}\n小结：否决。", VALID_SCENARIO, "veto"),
+        (f"Decision: hold\nVeto: Yes\nFailure scenario: {VALID_SCENARIO}\nSummary: veto.", VALID_SCENARIO, "veto"),
+        ("决定：坚持\n否决：是\n失败场景：太贵\n小结：否决。", None, "veto_ignored"),
+        ("决定：坚持\n否决：是\n小结：否决。", None, "veto_ignored"),
+    ],
+)
+async def test_veto_counts_only_with_a_concrete_failure_scenario(harness, r3, expected_veto, code):
+    script = TableScript(STANDARD, speeches={("devil-advocate", "r3"): r3})
+    run = await harness.run(table_spec(no_interrupt=True), script)
+
+    assert code in run.warning_codes
+    assert ({"veto", "veto_ignored"} - {code}).isdisjoint(run.warning_codes)
+    if expected_veto:
+        assert run.data["veto"] == {"by": "devil-advocate", "failure_scenario": expected_veto}
+        assert run.data["risks"].splitlines()[-2] == f"- 魔鬼代言人：否决：{expected_veto}"
+    else:
+        assert run.data["veto"] is None
+
+
+async def test_only_the_devils_advocate_has_a_veto(harness):
+    r3 = f"决定：坚持\n否决：是\n失败场景：{VALID_SCENARIO}\n小结：我也想否决。"
+    run = await harness.run(table_spec(no_interrupt=True), TableScript(STANDARD, speeches={("optimist", "r3"): r3}))
+    assert run.data["veto"] is None
+    assert "veto" not in run.warning_codes and "veto_ignored" not in run.warning_codes
+    devil_r3 = of_phase(run, "r3", "魔鬼代言人")[0]
+    assert "否决：是 / 否" in req_user(devil_r3)
+    assert "否决：是 / 否" not in req_user(of_phase(run, "r3", "乐观者")[0])
+
+
+async def test_output_has_consensus_disagreements_action_guide_and_risks(harness):
+    run = await harness.run(table_spec(no_interrupt=True), TableScript(STANDARD))
+
+    assert run.outcome == "done"
+    data = run.data
+    assert data["consensus"] == "- 先做小范围试点。"
+    assert data["disagreements"] == "- 乐观者主张全面铺开，魔鬼代言人反对（置信度中）。"
+    assert data["action_guide"] == "1. 建立评测集。\n2. 两周试点。"
+    assert data["risks"] == "- 知识库过期导致答错。\n- 魔鬼代言人：魔鬼代言人坚持试点。"
+    titles = [s["title"] for s in data["verdict_sections"]]
+    assert titles == ["共识 Consensus", "分歧 Disagreements", "行动指南 Action guide", "风险提示 Risks"]
+
+
+def test_split_sections_tolerates_heading_styles():
+    text = "**1. 共识：**\n甲\n### 二、分歧\n乙\n行动指南：\n丙\n## Risks\n丁"
+    assert split_sections(text) == {"consensus": "甲", "disagreements": "乙", "action_guide": "丙", "risks": "丁"}
