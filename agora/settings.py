@@ -152,4 +152,6 @@ AGORA_MODEL = os.environ.get("AGORA_MODEL", "")
 AGORA_PROVIDER_CONCURRENCY = int(os.environ.get("AGORA_PROVIDER_CONCURRENCY", "4"))
 AGORA_PROVIDER_TIMEOUT = float(os.environ.get("AGORA_PROVIDER_TIMEOUT", "120"))
 AGORA_LOCAL_MODEL = os.environ.get("AGORA_LOCAL_MODEL", "")
+# How many debates one user may have running at once.
+AGORA_MAX_RUNNING_PER_USER = int(os.environ.get("AGORA_MAX_RUNNING_PER_USER", "3"))
 AGORA_CACHE_DIR = Path(os.environ.get("AGORA_CACHE_DIR", Path.home() / ".cache" / "agora"))

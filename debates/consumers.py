@@ -5,6 +5,8 @@ its change committed, so any frame this consumer was not yet subscribed for is a
 reads; frames numbered at or below that read are dropped, the rest forwarded: no gap, no repeat.
 """
 
+from urllib.parse import parse_qs
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
@@ -16,13 +18,14 @@ from debates.access import viewable_debate
 class DebateConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.debate_id = int(self.scope["url_route"]["kwargs"]["debate_id"])
+        query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
-            await database_sync_to_async(viewable_debate)(self.scope, self.debate_id)
+            await database_sync_to_async(viewable_debate)(self.scope, self.debate_id, query.get("share", [None])[0])
         except Http404:
             await self.close(code=4404)
             return
         self.group = f"debate-{self.debate_id}"
-        self.seen = _after(self.scope)
+        self.seen = _int(query.get("after", ["-1"])[0])
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         snap = await database_sync_to_async(frames.snapshot)(self.debate_id)
@@ -45,11 +48,8 @@ class DebateConsumer(AsyncWebsocketConsumer):
         """The page sends nothing the server acts on; forms go through HTTP views."""
 
 
-def _after(scope) -> int:
-    from urllib.parse import parse_qs
-
-    values = parse_qs(scope.get("query_string", b"").decode()).get("after", ["-1"])
+def _int(value: str) -> int:
     try:
-        return int(values[0])
+        return int(value)
     except ValueError:
         return -1

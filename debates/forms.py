@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from django import forms
+from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
-from debates.models import Debate, Provider, Seat
+from debates.models import ACTIVE_STATUSES, Debate, Provider, Seat
 from debates.rendering import strip_invisible
 from personas.models import MAX_ROUNDS, Format, Library, Persona
 
@@ -82,8 +83,9 @@ class DebateForm(forms.Form):
         help_text=_("One per line: slug = model, or slug = provider/model."),
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.user = user
         self.fields["personas"].choices = persona_choices()
 
     def clean_topic(self):
@@ -119,6 +121,9 @@ class DebateForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        limit_error = running_limit_error(self.user)
+        if limit_error:
+            raise forms.ValidationError(limit_error)
         fmt = data.get("format")
         personas = data.get("personas")
         if not fmt or personas is None:
@@ -196,6 +201,19 @@ class DebateForm(forms.Form):
                 return {}
             result[slug] = (provider, model)
         return result
+
+
+def running_limit_error(user) -> str:
+    """The per-user cap on debates running at once (AGORA_MAX_RUNNING_PER_USER)."""
+    if user is None or not user.is_authenticated:
+        return ""
+    limit = settings.AGORA_MAX_RUNNING_PER_USER
+    running = Debate.objects.filter(owner=user, status__in=ACTIVE_STATUSES).count()
+    if running >= limit:
+        return _(
+            "You already have %(running)d debates running (the limit is %(limit)d). Stop one or wait for it to finish."
+        ) % {"running": running, "limit": limit}
+    return ""
 
 
 OPTION_FIELDS = ("rounds", "mode", "research_budget", "no_interrupt", "evidence")

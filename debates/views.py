@@ -5,6 +5,8 @@ Views create, stop and resume debates; they never call a provider and never run 
 
 from __future__ import annotations
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
@@ -16,8 +18,8 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from debates import frames, runner, suggestions
 from debates.access import can_control, viewable_debate
-from debates.forms import DebateForm, save_debate
-from debates.models import ACTIVE_STATUSES, Debate, Status
+from debates.forms import DebateForm, running_limit_error, save_debate
+from debates.models import ACTIVE_STATUSES, Debate, Status, Turn
 from personas.models import Format, Library
 
 FINAL_STATUSES = (Status.DONE, Status.FAILED, Status.STOPPED, Status.REFUSED)
@@ -59,11 +61,12 @@ def home(request):
     return render(request, "home.html", context)
 
 
+@login_required
 def new(request):
     if request.method == "POST":
-        form = DebateForm(request.POST)
+        form = DebateForm(request.POST, user=request.user)
         if form.is_valid():
-            debate = save_debate(form, owner=request.user if request.user.is_authenticated else None)
+            debate = save_debate(form, owner=request.user)
             runner.start(debate)
             return redirect(debate)
     else:
@@ -81,10 +84,13 @@ def suggest(request):
 
 @require_GET
 def live(request, pk):
-    viewable_debate(request, pk, request.GET.get("share"))
-    snap = frames.snapshot(pk)
+    share = request.GET.get("share")
+    debate = viewable_debate(request, pk, share)
+    snap = frames.snapshot(debate.pk)
     context = snap.context(
-        live=snap.debate.status not in FINAL_STATUSES, can_control=can_control(request.user, snap.debate)
+        live=snap.debate.status not in FINAL_STATUSES,
+        can_control=can_control(request.user, snap.debate),
+        share=share if share == debate.share_token else "",
     )
     return render(request, "debates/live.html", context)
 
@@ -93,7 +99,8 @@ def live(request, pk):
 def report(request, pk):
     debate = viewable_debate(request, pk, request.GET.get("share"))
     snap = frames.snapshot(debate.pk)
-    return render(request, "debates/report.html", snap.context())
+    share = request.GET.get("share", "")
+    return render(request, "debates/report.html", snap.context(share=share if share == debate.share_token else ""))
 
 
 def archive_name(debate: Debate, ext: str) -> str:
@@ -196,8 +203,29 @@ def stop(request, pk):
 def resume(request, pk):
     debate = _controlled(request, pk)
     if debate.status in (Status.FAILED, Status.STOPPED):
-        runner.start(debate)
+        _start_within_limit(request, debate)
     return _back(request, debate)
+
+
+@require_POST
+def retry_turn(request, pk, turn_pk):
+    """Regenerate one failed turn: the debate resumes from there; the failed text is kept in the
+    turn's history."""
+    debate = _controlled(request, pk)
+    turn = Turn.objects.filter(debate=debate, pk=turn_pk).first()
+    if turn is None:
+        raise Http404(_("No such debate."))
+    if turn.state in (Turn.State.FAILED, Turn.State.INTERRUPTED) and debate.status in (Status.FAILED, Status.STOPPED):
+        _start_within_limit(request, debate)
+    return _back(request, debate)
+
+
+def _start_within_limit(request, debate) -> None:
+    error = running_limit_error(request.user)
+    if error:
+        messages.error(request, error)
+        return
+    runner.start(debate)
 
 
 @require_POST
@@ -208,3 +236,12 @@ def checkpoint(request, pk):
         debate.save(update_fields=["checkpoint_reply"])
         runner.start(debate)
     return _back(request, debate)
+
+
+@require_POST
+def share(request, pk):
+    """Toggle the read-only share link (its token is unguessable and never changes)."""
+    debate = _controlled(request, pk)
+    debate.shared = request.POST.get("shared") == "1"
+    debate.save(update_fields=["shared"])
+    return redirect(debate)

@@ -22,9 +22,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+USERS = {"alice": "alice-password-1", "bob": "bob-password-1"}
+CREATE_USERS = "from django.contrib.auth.models import User\n" + "\n".join(
+    f"User.objects.create_user({name!r}, password={password!r})" for name, password in USERS.items()
+)
+
+
 def prepare_database(path: Path, env: dict) -> None:
-    """Migrate and load the bundled libraries once; later databases are copies of this one."""
-    for args in (["migrate", "--noinput"], ["load_libraries"]):
+    """Migrate, load the bundled libraries and add two users once; later databases are copies."""
+    for args in (["migrate", "--noinput"], ["load_libraries"], ["shell", "-c", CREATE_USERS]):
         subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,

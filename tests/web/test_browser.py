@@ -7,19 +7,27 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, require_or_skip
+from tests.live import USERS
 
 pytestmark = [pytest.mark.browser]
 SHOTS = os.environ.get("AGORA_SCREENSHOTS")
 
 
+async def log_in(page, agora, name: str = "alice") -> None:
+    await page.goto(f"{agora.url}/accounts/login/")
+    await page.fill("#id_username", name)
+    await page.fill("#id_password", USERS[name])
+    await page.click("button[type=submit]")
+    await page.wait_for_url(f"{agora.url}/")
+
+
 @pytest.fixture
-async def page():
+async def browser_page():
     require_or_skip(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
     from playwright.async_api import async_playwright
 
@@ -34,15 +42,23 @@ async def page():
         assert not errors, f"JavaScript errors on the page: {errors}"
 
 
+@pytest.fixture
+async def page(browser_page, agora):
+    await log_in(browser_page, agora)
+    return browser_page
+
+
 async def shot(page, name: str) -> None:
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=f"{SHOTS}/{name}.png", full_page=name.endswith("report"))
 
 
-def export(agora, pk: int) -> dict:
-    with urllib.request.urlopen(f"{agora.url}/debates/{pk}/export.json") as response:
-        return json.load(response)
+async def export(page, agora, pk: int) -> dict:
+    """The debate as JSON, fetched with the signed-in browser's cookies."""
+    response = await page.context.request.get(f"{agora.url}/debates/{pk}/export.json")
+    assert response.ok, response.status
+    return await response.json()
 
 
 async def start(page, agora, topic: str, fmt: str = "duel", personas=(), rounds: str = "", extra=None) -> int:
@@ -94,15 +110,15 @@ async def test_duel_streams_survives_reloads_and_ends_on_the_report(page, agora,
         await observe_stream(page, 0.6, observed)
     await page.wait_for_selector("#debate-report h2", timeout=60000)
     await shot(page, "report")
-    data = export(agora, pk)
+    data = await export(page, agora, pk)
     assert data["status"] == "done"
     assert_exactly_once(observed, data["turns"])
     keys = await page.eval_on_selector_all("article.turn", "els => els.map(e => e.dataset.key)")
     assert sorted(keys) == sorted(t["key"] for t in data["turns"]), "each turn shown exactly once"
     assert await page.locator("#debate-report").inner_text() != ""
     await page.click("text=Markdown")  # the export link works from the page
-    md = urllib.request.urlopen(f"{agora.url}/debates/{pk}/export.md")
-    assert re.match(r'attachment; filename=".+-duel-report-\d{4}-\d{2}-\d{2}\.md"', md.headers["Content-Disposition"])
+    md = await page.context.request.get(f"{agora.url}/debates/{pk}/export.md")
+    assert re.match(r'attachment; filename=".+-duel-report-\d{4}-\d{2}-\d{2}\.md"', md.headers["content-disposition"])
 
 
 @pytest.mark.parametrize("attempt", range(10))
@@ -115,7 +131,7 @@ async def test_reload_mid_stream_keeps_the_transcript_intact(page, agora, fake_l
     observed = []
     await observe_stream(page, 0.4, observed)
     await page.wait_for_selector("#debate-report h2", timeout=60000)
-    data = export(agora, pk)
+    data = await export(page, agora, pk)
     assert_exactly_once(observed, data["turns"])
     keys = await page.eval_on_selector_all("article.turn", "els => els.map(e => e.dataset.key)")
     assert len(keys) == len(set(keys)) == len(data["turns"])
@@ -135,7 +151,7 @@ async def test_roundtable_pauses_at_the_checkpoint_and_continues(page, agora, fa
     await page.fill("#checkpoint-addition", "补充：客服团队有 12 人，年预算 50 万。")
     await page.click("#checkpoint-form button")
     await page.wait_for_selector("#debate-report h2", timeout=60000)
-    data = export(agora, pk)
+    data = await export(page, agora, pk)
     assert data["status"] == "done"
     later = [t for t in data["turns"] if t["round"] >= 2]
     assert later and all("年预算 50 万" in json.dumps(t["messages"], ensure_ascii=False) for t in later)
@@ -157,7 +173,7 @@ async def test_panel_and_moderated_run_to_their_reports(page, agora, fake_llm, f
     fake_llm.token_delay = 0.0
     pk = await start(page, agora, topic, fmt=fmt, personas=personas)
     await page.wait_for_selector("#debate-report h2", timeout=60000)
-    data = export(agora, pk)
+    data = await export(page, agora, pk)
     assert data["status"] == "done" and data["report"]["verdict_markdown"]
 
 

@@ -113,3 +113,11 @@ def test_suggestion_follows_the_question(client):
     moderated = client.get("/debates/suggest/", {"topic": "创业公司该不该追求完美的产品设计？", "format": "moderated"})
     scores = [float(x) for x in re.findall(r"<small>([0-9.]+)</small>", moderated.content.decode())]
     assert scores and all(score >= 0.5 for score in scores)
+
+
+def test_starting_a_debate_needs_an_account():
+    from django.test import Client
+
+    response = Client().post("/debates/new/", {"topic": "念佛与参禅", "format": "duel"})
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert Debate.objects.count() == 0
