@@ -19,6 +19,7 @@ from channels.db import database_sync_to_async
 from debates import clients
 from debates.engine import events as ev
 from debates.engine import run_debate
+from debates.engine.budget import Ledger
 from debates.engine.spec import (
     CompletedTurn,
     CritiqueSpec,
@@ -30,7 +31,7 @@ from debates.engine.spec import (
     SeatSpec,
 )
 from debates.models import ACTIVE_STATUSES, Debate, Status, Turn
-from debates.sink import DjangoSink
+from debates.sink import DjangoSink, attempt_record
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 
 log = logging.getLogger(__name__)
@@ -107,16 +108,32 @@ def _prepare(debate_id: int):
     # Turns left "running" by a crash or a stop are regenerated; their text moves to history then.
     debate.turns.filter(state=Turn.State.RUNNING).update(state=Turn.State.INTERRUPTED)
     Debate.objects.filter(pk=debate_id).update(stop_requested=False)
-    return build_spec(debate), clients.clients_for(debate)
+    return build_spec(debate), clients.clients_for(debate), earlier_attempts(debate)
+
+
+def earlier_attempts(debate: Debate) -> Ledger:
+    """A resumed run's ledger starts with what earlier runs paid for and did not keep: attempts in
+    the turns' histories and the failed or interrupted attempts about to be regenerated."""
+    ledger = Ledger()
+    prompt = completion = 0
+    for turn in debate.turns.all():
+        attempts = list(turn.history)
+        if turn.state in (Turn.State.FAILED, Turn.State.INTERRUPTED):
+            attempts.append(attempt_record(turn))
+        prompt += sum(a.get("prompt_tokens", 0) for a in attempts)
+        completion += sum(a.get("completion_tokens", 0) for a in attempts)
+    if prompt or completion:
+        ledger.charge("earlier-attempts", prompt, completion, estimated=True)
+    return ledger
 
 
 async def execute(debate_id: int, *, echo: ev.Sink | None = None, frame_interval: float | None = None) -> str:
     """Run (or resume) one debate to its end, a checkpoint, or a failure. Safe to call again."""
-    spec, pool = await database_sync_to_async(_prepare)(debate_id)
+    spec, pool, ledger = await database_sync_to_async(_prepare)(debate_id)
     sink = DjangoSink(debate_id, echo=echo, **({"frame_interval": frame_interval} if frame_interval else {}))
     await sink.open()
     try:
-        return await run_debate(spec, pool, sink)
+        return await run_debate(spec, pool, sink, ledger)
     except asyncio.CancelledError:
         await sink.emit(ev.Status("stopped", "stopped by the user"))
         raise

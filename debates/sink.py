@@ -17,7 +17,7 @@ import logging
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.db.models import Max, Sum
+from django.db.models import Max
 from django.utils import timezone
 
 from debates import frames
@@ -29,6 +29,23 @@ log = logging.getLogger(__name__)
 
 FINAL = {"done": Status.DONE, "failed": Status.FAILED, "stopped": Status.STOPPED, "refused": Status.REFUSED}
 FRAME_INTERVAL = 0.04
+
+
+def attempt_record(turn: Turn) -> dict:
+    """An earlier attempt of a turn, kept when the turn is regenerated. A crash leaves no usage
+    from the server, so its tokens are estimated from what was sent and received."""
+    prompt, completion = turn.prompt_tokens, turn.completion_tokens
+    if not prompt and not completion:
+        prompt = sum(estimate_tokens(m.get("content", "")) for m in turn.messages)
+        completion = estimate_tokens(turn.text)
+    return {
+        "text": turn.text,
+        "error": turn.error,
+        "state": turn.state,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "estimated": True,
+    }
 
 
 class DjangoSink:
@@ -169,10 +186,7 @@ class DjangoSink:
         if existing:
             # Regenerating an interrupted or failed turn: its earlier text goes to history, kept.
             if existing.text or existing.error:
-                fields["history"] = [
-                    *existing.history,
-                    {"text": existing.text, "error": existing.error, "state": existing.state},
-                ]
+                fields["history"] = [*existing.history, attempt_record(existing)]
             Turn.objects.filter(pk=existing.pk).update(**fields)
             turn = Turn.objects.get(pk=existing.pk)
         else:
@@ -218,10 +232,17 @@ class DjangoSink:
         return frames.turn(turn, new=False) + frames.meter(debate)
 
     def _totals(self) -> dict:
-        turns = Turn.objects.filter(debate_id=self.debate_id)
-        sums = turns.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
-        estimated = turns.filter(usage_estimated=True).exists()
-        return {"prompt_tokens": sums["p"] or 0, "completion_tokens": sums["c"] or 0, "tokens_estimated": estimated}
+        """Every call paid for: each turn's last attempt plus the earlier attempts in its history."""
+        prompt = completion = 0
+        estimated = False
+        rows = Turn.objects.filter(debate_id=self.debate_id).values_list(
+            "prompt_tokens", "completion_tokens", "usage_estimated", "history"
+        )
+        for p, c, est, history in rows:
+            prompt += p + sum(h.get("prompt_tokens", 0) for h in history)
+            completion += c + sum(h.get("completion_tokens", 0) for h in history)
+            estimated = estimated or est or bool(history)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "tokens_estimated": estimated}
 
     def _on_Warning(self, event: ev.Warning) -> str:  # noqa: N802
         debate = Debate.objects.get(pk=self.debate_id)
