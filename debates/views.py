@@ -162,6 +162,7 @@ def export_json(request, pk):
                 "model": t.model,
                 "messages": t.messages,
                 "data": t.data,
+                "history": t.history,
             }
             for t in debate.turns.all()
         ],
