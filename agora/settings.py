@@ -151,6 +151,11 @@ OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 AGORA_MODEL = os.environ.get("AGORA_MODEL", "")
 AGORA_PROVIDER_CONCURRENCY = int(os.environ.get("AGORA_PROVIDER_CONCURRENCY", "4"))
 AGORA_PROVIDER_TIMEOUT = float(os.environ.get("AGORA_PROVIDER_TIMEOUT", "120"))
+# Retries of a failed call that may succeed later (429, 5xx, a dropped connection, a malformed or
+# empty reply) before the turn fails, and the first backoff in seconds (doubling per retry, with
+# jitter; a longer Retry-After from the server wins).
+AGORA_PROVIDER_RETRIES = int(os.environ.get("AGORA_PROVIDER_RETRIES", "3"))
+AGORA_PROVIDER_BACKOFF = float(os.environ.get("AGORA_PROVIDER_BACKOFF", "0.5"))
 AGORA_LOCAL_MODEL = os.environ.get("AGORA_LOCAL_MODEL", "")
 # How many debates one user may have running at once.
 AGORA_MAX_RUNNING_PER_USER = int(os.environ.get("AGORA_MAX_RUNNING_PER_USER", "3"))

@@ -41,6 +41,8 @@ def default_client(model: str = "") -> LLMClient:
             name="default",
             concurrency=settings.AGORA_PROVIDER_CONCURRENCY,
             timeout=settings.AGORA_PROVIDER_TIMEOUT,
+            max_retries=settings.AGORA_PROVIDER_RETRIES,
+            backoff_base=settings.AGORA_PROVIDER_BACKOFF,
         )
     return local_client()
 
@@ -53,6 +55,8 @@ def provider_client(provider, model: str = "") -> LLMClient:
         name=provider.name,
         concurrency=provider.concurrency,
         timeout=provider.timeout,
+        max_retries=settings.AGORA_PROVIDER_RETRIES,
+        backoff_base=settings.AGORA_PROVIDER_BACKOFF,
         key_env=provider.api_key_env or "OPENAI_API_KEY",
     )
 

@@ -181,12 +181,17 @@ class DjangoSink:
             "state": Turn.State.RUNNING,
             "error": "",
             "finished_at": None,
+            # This attempt is charged when it ends; until then the row must not carry the tokens of
+            # the attempt that moves to history (they would count twice, or be copied by a crash).
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "usage_estimated": False,
         }
         existing = Turn.objects.filter(debate_id=self.debate_id, key=event.key).first()
         if existing:
-            # Regenerating an interrupted or failed turn: its earlier text goes to history, kept.
-            if existing.text or existing.error:
-                fields["history"] = [*existing.history, attempt_record(existing)]
+            # Regenerating an interrupted or failed turn: its earlier attempt goes to history, kept
+            # with its tokens, even one a crash cut off before any text (its prompt was sent).
+            fields["history"] = [*existing.history, attempt_record(existing)]
             Turn.objects.filter(pk=existing.pk).update(**fields)
             turn = Turn.objects.get(pk=existing.pk)
         else:
