@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "django_tasks",
+    "django_tasks_db",
     "agora",
     "personas",
     "debates",
@@ -157,6 +159,21 @@ AGORA_PROVIDER_TIMEOUT = float(os.environ.get("AGORA_PROVIDER_TIMEOUT", "120"))
 AGORA_PROVIDER_RETRIES = int(os.environ.get("AGORA_PROVIDER_RETRIES", "3"))
 AGORA_PROVIDER_BACKOFF = float(os.environ.get("AGORA_PROVIDER_BACKOFF", "0.5"))
 AGORA_LOCAL_MODEL = os.environ.get("AGORA_LOCAL_MODEL", "")
+# Where debates run: "inprocess" (default: inside the web server, no other service) or "worker"
+# (queued through Django's Tasks API to `manage.py agora_worker` processes; needs a shared database,
+# and REDIS_URL so viewers on any web process see any worker's tokens).
+AGORA_RUNNER = os.environ.get("AGORA_RUNNER", "inprocess")
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend"
+        if AGORA_RUNNER == "worker"
+        else "django_tasks.backends.immediate.ImmediateBackend"
+    }
+}
+# A runner renews its lease on a debate every AGORA_HEARTBEAT seconds; a lease silent for
+# AGORA_LEASE_SECONDS is stale and another worker resumes the debate.
+AGORA_HEARTBEAT = float(os.environ.get("AGORA_HEARTBEAT", "2"))
+AGORA_LEASE_SECONDS = float(os.environ.get("AGORA_LEASE_SECONDS", "15"))
 # How many debates one user may have running at once.
 AGORA_MAX_RUNNING_PER_USER = int(os.environ.get("AGORA_MAX_RUNNING_PER_USER", "3"))
 AGORA_CACHE_DIR = Path(os.environ.get("AGORA_CACHE_DIR", Path.home() / ".cache" / "agora"))

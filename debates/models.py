@@ -82,6 +82,10 @@ class Debate(models.Model):
     model = models.CharField(_("model"), max_length=120, blank=True)
     checkpoint_reply = models.TextField(_("checkpoint reply"), null=True, blank=True)
     stop_requested = models.BooleanField(default=False)
+    # The lease of whoever runs the debate (a web process or a worker): renewed by a heartbeat,
+    # taken over when it goes stale, and checked on every write so two runners never both write.
+    runner_id = models.CharField(max_length=120, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     tokens_estimated = models.BooleanField(default=False)

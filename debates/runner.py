@@ -15,8 +15,9 @@ import threading
 from concurrent.futures import Future
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
-from debates import clients
+from debates import clients, leases
 from debates.engine import events as ev
 from debates.engine import run_debate
 from debates.engine.budget import Ledger
@@ -127,22 +128,53 @@ def earlier_attempts(debate: Debate) -> Ledger:
     return ledger
 
 
-async def execute(debate_id: int, *, echo: ev.Sink | None = None, frame_interval: float | None = None) -> str:
-    """Run (or resume) one debate to its end, a checkpoint, or a failure. Safe to call again."""
-    spec, pool, ledger = await database_sync_to_async(_prepare)(debate_id)
-    sink = DjangoSink(debate_id, echo=echo, **({"frame_interval": frame_interval} if frame_interval else {}))
-    await sink.open()
+async def execute(
+    debate_id: int, *, echo: ev.Sink | None = None, frame_interval: float | None = None, force: bool = False
+) -> str:
+    """Run (or resume) one debate to its end, a checkpoint, or a failure. Safe to call again: it
+    claims the debate first and returns "busy" if another live runner holds it."""
+    me = leases.new_runner_id()
+    if not await database_sync_to_async(leases.claim)(debate_id, me, force=force):
+        log.info("debate %s is held by another runner", debate_id)
+        return "busy"
+    extra = {"frame_interval": frame_interval} if frame_interval else {}
+    sink = DjangoSink(debate_id, runner_id=me, echo=echo, **extra)
     try:
-        return await run_debate(spec, pool, sink, ledger)
-    except asyncio.CancelledError:
-        await sink.emit(ev.Status("stopped", "stopped by the user"))
-        raise
+        spec, pool, ledger = await database_sync_to_async(_prepare)(debate_id)
+        await sink.open()
+        engine = asyncio.ensure_future(run_debate(spec, pool, sink, ledger))
+        sink.on_lease_lost = engine.cancel
+        beat = asyncio.ensure_future(_heartbeat(debate_id, me, engine, sink))
+        try:
+            return await engine
+        except asyncio.CancelledError:
+            stopped_by_heartbeat = beat.done() and not beat.cancelled()
+            if sink.lost or stopped_by_heartbeat:
+                return "lost" if sink.lost else "stopped"
+            raise  # the runner's own cancellation (the Stop button in this process)
+        finally:
+            beat.cancel()
     except Exception as error:  # an engine bug must still leave the debate failed, not "running"
         log.exception("debate %s crashed", debate_id)
         await sink.emit(ev.Status("failed", f"internal error: {type(error).__name__}: {error}"))
         return "failed"
     finally:
         await sink.close()
+        await database_sync_to_async(leases.release)(debate_id, me)
+
+
+async def _heartbeat(debate_id: int, runner_id: str, engine: asyncio.Future, sink: DjangoSink) -> str:
+    """Renew the lease; stop the engine when the user asked (a worker cannot be reached by the
+    view that got the click) or when the lease was lost."""
+    while not engine.done():
+        await asyncio.sleep(settings.AGORA_HEARTBEAT)
+        ours, stop = await database_sync_to_async(leases.renew)(debate_id, runner_id)
+        if not ours:
+            sink.lost = True
+        if not ours or stop:
+            engine.cancel()
+            return "lost" if not ours else "stop"
+    return "done"
 
 
 class InProcessRunner:
@@ -164,11 +196,11 @@ class InProcessRunner:
                 threading.Thread(target=self._own_loop.run_forever, name="agora-runner", daemon=True).start()
             return self._own_loop
 
-    def start(self, debate_id: int) -> Future:
+    def start(self, debate_id: int, *, force: bool = False) -> Future:
         async def tracked():
             self.tasks[debate_id] = asyncio.current_task()
             try:
-                return await execute(debate_id)
+                return await execute(debate_id, force=force)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -195,7 +227,8 @@ class InProcessRunner:
             if debate_id in self.tasks:
                 continue
             log.info("resuming debate %s, interrupted by a restart", debate_id)
-            self.start(debate_id)
+            # This process is the only runner in in-process mode: the old lease is a dead one's.
+            self.start(debate_id, force=True)
         return ids
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -213,24 +246,34 @@ runner = InProcessRunner()
 
 def attach_to_daphne() -> bool:
     """Daphne creates its event loop when imported, before it serves: hook our start-up onto it so
-    interrupted debates resume even if no one visits."""
+    interrupted debates resume even if no one visits. (With workers, their watchdogs do that.)"""
     server = sys.modules.get("daphne.server")
     loop = getattr(server, "twisted_loop", None)
-    if loop is None:
+    if loop is None or settings.AGORA_RUNNER != "inprocess":
         return False
     runner.attach(loop)
     return True
 
 
 def start(debate: Debate) -> None:
-    Debate.objects.filter(pk=debate.pk).update(status=Status.QUEUED, status_detail="")
-    runner.start(debate.pk)
+    """Run a new debate, or resume one: here, or on a worker through the Tasks API."""
+    Debate.objects.filter(pk=debate.pk).update(status=Status.QUEUED, status_detail="", stop_requested=False)
+    if settings.AGORA_RUNNER == "worker":
+        from debates.tasks import run_debate_task
+
+        run_debate_task.enqueue(debate.pk)
+    else:
+        runner.start(debate.pk)
 
 
 def stop(debate: Debate) -> None:
+    """Ask the debate's runner to stop. A worker elsewhere notices at its next heartbeat; a
+    debate nobody holds (a crash left it active) is marked stopped here."""
     Debate.objects.filter(pk=debate.pk).update(stop_requested=True)
-    if not runner.stop(debate.pk):
-        # Nothing runs it here (e.g. a crash left it active): record the stop directly.
+    if runner.stop(debate.pk):
+        return
+    debate.refresh_from_db()
+    if not leases.is_held(debate):
         Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(status=Status.STOPPED)
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from debates import frames
 from debates.engine import events as ev
+from debates.leases import LeaseLost
 from debates.models import Debate, Report, Status, Turn
 from debates.providers.base import estimate_tokens
 
@@ -49,8 +50,20 @@ def attempt_record(turn: Turn) -> dict:
 
 
 class DjangoSink:
-    def __init__(self, debate_id: int, *, frame_interval: float = FRAME_INTERVAL, echo: ev.Sink | None = None):
+    def __init__(
+        self,
+        debate_id: int,
+        *,
+        frame_interval: float = FRAME_INTERVAL,
+        echo: ev.Sink | None = None,
+        runner_id: str | None = None,
+    ):
         self.debate_id = debate_id
+        # With a runner id every write is fenced by the lease (debates.leases); losing it makes
+        # the sink go quiet and stops the engine through `on_lease_lost`.
+        self.runner_id = runner_id
+        self.lost = False
+        self.on_lease_lost = None
         self.group = f"debate-{debate_id}"
         self.frame_interval = frame_interval
         self.echo = echo  # e.g. the terminal printer of `manage.py debate`
@@ -81,6 +94,8 @@ class DjangoSink:
 
     # -- the engine's side ------------------------------------------------------------------
     async def emit(self, event: ev.Event) -> None:
+        if self.lost:
+            return
         if self.echo:
             await self.echo.emit(event)
         if isinstance(event, ev.TextDelta):
@@ -94,7 +109,11 @@ class DjangoSink:
             handler = getattr(self, f"_on_{type(event).__name__}", None)
             if handler is None:
                 return
-            html = await database_sync_to_async(self._apply)(handler, event)
+            try:
+                html = await database_sync_to_async(self._apply)(handler, event)
+            except LeaseLost:
+                self._lose()
+                return
             if html:
                 await self._send(html)
 
@@ -107,8 +126,20 @@ class DjangoSink:
             if not self.pending:
                 return
             pending, self.pending = self.pending, {}
-            html = await database_sync_to_async(self._apply_deltas)(pending)
+            if self.lost:
+                return
+            try:
+                html = await database_sync_to_async(self._apply_deltas)(pending)
+            except LeaseLost:
+                self._lose()
+                return
             await self._send(html)
+
+    def _lose(self) -> None:
+        log.warning("debate %s: lease lost, another runner took over; this one stops", self.debate_id)
+        self.lost = True
+        if self.on_lease_lost:
+            self.on_lease_lost()
 
     async def _send(self, html: str) -> None:
         self.stats["frames"] += 1
@@ -120,7 +151,11 @@ class DjangoSink:
     # -- database side (runs in a worker thread) ---------------------------------------------
     def _bump(self, **fields) -> Debate:
         self.seq += 1
-        Debate.objects.filter(pk=self.debate_id).update(seq=self.seq, **fields)
+        debates = Debate.objects.filter(pk=self.debate_id)
+        if self.runner_id:
+            debates = debates.filter(runner_id=self.runner_id)
+        if not debates.update(seq=self.seq, **fields):
+            raise LeaseLost(self.debate_id)  # rolls back this whole transaction
         self.stats["db_writes"] += 1
         return Debate.objects.get(pk=self.debate_id)
 

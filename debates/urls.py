@@ -5,6 +5,7 @@ from debates import views
 app_name = "debates"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
     path("debates/new/", views.new, name="new"),
     path("debates/suggest/", views.suggest, name="suggest"),
     path("debates/<int:pk>/", views.live, name="live"),

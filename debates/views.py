@@ -246,3 +246,29 @@ def share(request, pk):
     debate.shared = request.POST.get("shared") == "1"
     debate.save(update_fields=["shared"])
     return redirect(debate)
+
+
+@require_GET
+def healthz(request):
+    """For load balancers and supervisors: the database answers and the channel layer works."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+    from django.db import connection
+
+    checks = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception as error:  # report, don't raise: this page exists to say what is wrong
+        checks["database"] = f"error: {type(error).__name__}"
+    try:
+        layer = get_channel_layer()
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.send)(channel, {"type": "health.ping"})
+        async_to_sync(layer.receive)(channel)
+        checks["channel_layer"] = "ok"
+    except Exception as error:
+        checks["channel_layer"] = f"error: {type(error).__name__}"
+    healthy = all(v == "ok" for v in checks.values())
+    return JsonResponse({"ok": healthy, **checks}, status=200 if healthy else 503)
