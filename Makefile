@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps clean local-model
+.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps services clean local-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,9 +49,14 @@ lint: dev-venv
 bench: dev-venv
 	$(BIN)/python bench/run.py
 
-# Debian packages the browser and service tests use (CI runs this as root before `make test`).
+# Debian packages the browser and scale-out tests use (CI runs these as root before `make test`):
+# Chromium (+ CJK fonts for screenshots), Redis and PostgreSQL; `services` starts the latter two.
 system-deps:
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		chromium fonts-noto-cjk redis-server postgresql >/dev/null
+
+services:
+	bin/start-services
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache

@@ -1,5 +1,5 @@
-"""A real Agora server for end-to-end tests: daphne in a subprocess, its own SQLite file, pointed
-at a fake OpenAI server on loopback. Killable with SIGKILL and restartable on the same database."""
+"""Real Agora processes for end-to-end tests: daphne web servers and workers in subprocesses,
+pointed at a fake OpenAI server. Killable with SIGKILL and restartable on the same database."""
 
 from __future__ import annotations
 
@@ -28,13 +28,14 @@ CREATE_USERS = "from django.contrib.auth.models import User\n" + "\n".join(
 )
 
 
-def prepare_database(path: Path, env: dict) -> None:
-    """Migrate, load the bundled libraries and add two users once; later databases are copies."""
+def prepare_database(path_or_url: Path | str, env: dict) -> None:
+    """Migrate, load the bundled libraries and add two users (SQLite templates are then copied)."""
+    url = path_or_url if isinstance(path_or_url, str) else f"sqlite:///{path_or_url}"
     for args in (["migrate", "--noinput"], ["load_libraries"], ["shell", "-c", CREATE_USERS]):
         subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env={**env, "DATABASE_URL": f"sqlite:///{path}"},
+            env={**env, "DATABASE_URL": url},
             check=True,
             capture_output=True,
             timeout=120,
@@ -42,16 +43,30 @@ def prepare_database(path: Path, env: dict) -> None:
 
 
 class AgoraServer:
-    def __init__(self, workdir: Path, openai_base_url: str, template_db: Path, **extra_env):
+    """A daphne web process on its own copy of `template_db` (SQLite), or on a shared
+    `database_url` (PostgreSQL) when several processes must see the same data."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        openai_base_url: str,
+        template_db: Path | None = None,
+        *,
+        database_url: str = "",
+        name: str = "daphne",
+        **extra_env,
+    ):
         self.workdir = workdir
-        self.db = workdir / "agora.sqlite3"
-        shutil.copy(template_db, self.db)
+        if not database_url:
+            self.db = workdir / "agora.sqlite3"
+            shutil.copy(template_db, self.db)
+            database_url = f"sqlite:///{self.db}"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = workdir / "daphne.log"
+        self.log_path = workdir / f"{name}.log"
         self.env = {
             **os.environ,
-            "DATABASE_URL": f"sqlite:///{self.db}",
+            "DATABASE_URL": database_url,
             "OPENAI_BASE_URL": openai_base_url,
             "OPENAI_API_KEY": "sk-test-fake",
             "DEBUG": "1",
@@ -60,25 +75,24 @@ class AgoraServer:
         }
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 30) -> AgoraServer:
+    health_path = "/"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agora.asgi:application"]
+
+    def start(self, timeout: float = 30):
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agora.asgi:application"],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        self.process = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"daphne exited: {self.log()}")
+                raise RuntimeError(f"{self.command()[2]} exited: {self.log()}")
             try:
-                with urllib.request.urlopen(self.url + "/", timeout=1):
+                with urllib.request.urlopen(self.url + self.health_path, timeout=1):
                     return self
             except OSError:
                 time.sleep(0.1)
-        raise RuntimeError(f"daphne did not answer within {timeout}s: {self.log()}")
+        raise RuntimeError(f"no answer within {timeout}s: {self.log()}")
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, exactly like a crash."""
@@ -96,3 +110,22 @@ class AgoraServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
+
+
+class AgoraWorker(AgoraServer):
+    """`manage.py agora_worker`; its `url` serves the worker's health endpoint."""
+
+    health_path = "/healthz"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "manage.py",
+            "agora_worker",
+            "--threads",
+            "4",
+            "--interval",
+            "0.1",
+            "--health-port",
+            str(self.port),
+        ]

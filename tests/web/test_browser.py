@@ -5,97 +5,26 @@ report. Set AGORA_SCREENSHOTS=docs/screenshots to refresh the README's pictures.
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, require_or_skip
-from tests.live import USERS
+from tests.web.browser import (
+    assert_exactly_once,
+    export,
+    log_in,
+    observe_stream,
+    shot,
+    start,
+)
 
 pytestmark = [pytest.mark.browser]
-SHOTS = os.environ.get("AGORA_SCREENSHOTS")
-
-
-async def log_in(page, agora, name: str = "alice") -> None:
-    await page.goto(f"{agora.url}/accounts/login/")
-    await page.fill("#id_username", name)
-    await page.fill("#id_password", USERS[name])
-    await page.click("button[type=submit]")
-    await page.wait_for_url(f"{agora.url}/")
-
-
-@pytest.fixture
-async def browser_page():
-    require_or_skip(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = await browser.new_context(viewport={"width": 1100, "height": 1000}, locale="zh-CN")
-        page = await context.new_page()
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        yield page
-        await browser.close()
-        assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 @pytest.fixture
 async def page(browser_page, agora):
     await log_in(browser_page, agora)
     return browser_page
-
-
-async def shot(page, name: str) -> None:
-    if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=f"{SHOTS}/{name}.png", full_page=name.endswith("report"))
-
-
-async def export(page, agora, pk: int) -> dict:
-    """The debate as JSON, fetched with the signed-in browser's cookies."""
-    response = await page.context.request.get(f"{agora.url}/debates/{pk}/export.json")
-    assert response.ok, response.status
-    return await response.json()
-
-
-async def start(page, agora, topic: str, fmt: str = "duel", personas=(), rounds: str = "", extra=None) -> int:
-    await page.goto(f"{agora.url}/debates/new/")
-    await page.fill("#id_topic", topic)
-    await page.select_option("#id_format", fmt)
-    if personas:
-        await page.select_option("#id_personas", list(personas))
-    if rounds:
-        await page.fill("#id_rounds", rounds)
-    for selector, value in (extra or {}).items():
-        await page.fill(selector, value)
-    await page.click("button[type=submit].button")
-    await page.wait_for_url(re.compile(r".*/debates/\d+/$"))
-    return int(re.search(r"/debates/(\d+)/$", page.url).group(1))
-
-
-async def live_texts(page) -> dict[str, str]:
-    """The text of every turn still streaming, by turn key."""
-    return await page.evaluate(
-        """() => Object.fromEntries([...document.querySelectorAll('article.turn-running')]
-              .map(a => [a.dataset.key, a.querySelector('.text.live').textContent]))"""
-    )
-
-
-async def observe_stream(page, seconds: float, observed: list) -> None:
-    for _ in range(int(seconds / 0.05)):
-        for key, text in (await live_texts(page)).items():
-            observed.append((key, text))
-        await page.wait_for_timeout(50)
-
-
-def assert_exactly_once(observed, final_turns):
-    texts = {t["key"]: t["text"] for t in final_turns}
-    assert observed, "nothing was seen streaming"
-    for key, shown in observed:
-        assert texts[key].startswith(shown), f"{key}: the page showed {shown!r}, not a prefix of the final text"
 
 
 async def test_duel_streams_survives_reloads_and_ends_on_the_report(page, agora, fake_llm):
