@@ -1,0 +1,88 @@
+"""`manage.py debate` in a real subprocess against the fake OpenAI server: it streams with speaker
+labels and ends on the report, with the same persistence as the web."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.live import ROOT
+
+
+@pytest.fixture
+def cli_env(tmp_path, template_db, fake_llm):
+    db = tmp_path / "cli.sqlite3"
+    shutil.copy(template_db, db)
+    return {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "sk-test-cli",
+    }
+
+
+def run_cli(env, *args, timeout=120):
+    return subprocess.run(
+        [sys.executable, "manage.py", "debate", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_cli_completes_a_duel_and_prints_the_report(cli_env):
+    result = run_cli(cli_env, "念佛与参禅，哪条路更适合现代人修行？", "--format", "duel", "--rounds", "2")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "【慧能大师】" in out and "【印光大师】" in out  # speaker labels, from the pairing rule
+    assert out.count("— 小结 summary:") == 5  # 2 rounds x 2 speakers + the close
+    assert "# 祖师对辩 Duel" in out and "中立收束" in out  # the report
+    assert "结果 outcome: done" in out
+
+
+def test_cli_completes_a_panel_with_evidence(cli_env, tmp_path):
+    evidence = tmp_path / "evidence.txt"
+    evidence.write_text("去年云成本上涨 30%，团队有 12 名工程师。", encoding="utf-8")
+    result = run_cli(
+        cli_env, "我们公司明年是否应该把核心交易系统迁到云上？", "--format", "panel", "--evidence", str(evidence)
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for name in ("奥斯本", "黑格尔", "贝叶斯", "费曼", "德博诺"):
+        assert f"【{name}】" in out
+    assert "# 五角色辩论 Panel" in out and "裁决书" in out
+    assert "无外部证据底座" not in out  # evidence was given
+
+
+def test_cli_reports_form_errors_like_the_web(cli_env):
+    result = run_cli(cli_env, "念佛", "--format", "duel", "--personas", "huineng,nobody")
+    assert result.returncode != 0
+    assert "personas" in result.stderr and "nobody" in result.stderr
+
+
+def test_cli_debate_is_saved_like_a_web_one(cli_env):
+    assert (
+        run_cli(cli_env, "顿悟与渐修", "--format", "duel", "--personas", "huineng,zhiyi", "--rounds", "1").returncode
+        == 0
+    )
+    dump = subprocess.run(
+        [sys.executable, "manage.py", "dumpdata", "debates.debate", "debates.turn"],
+        cwd=ROOT,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(dump.stdout)
+    debate = next(r for r in rows if r["model"] == "debates.debate")
+    assert debate["fields"]["status"] == "done" and debate["fields"]["format"] == "duel"
+    turns = [r for r in rows if r["model"] == "debates.turn"]
+    assert {t["fields"]["key"] for t in turns} == {"duel:1:huineng", "duel:1:zhiyi", "duel:close"}
