@@ -35,7 +35,9 @@ MODERATED_MAX_ROUNDS = 6
 def persona_choices():
     groups = OrderedDict()
     for persona in Persona.objects.select_related("library").order_by("library__name", "kind", "tier", "slug"):
-        groups.setdefault(persona.library.name, []).append((persona.slug, f"{persona.name} · {persona.slug}"))
+        # Shown as option text: without direction overrides or zero-width characters (see `visible`).
+        label = f"{strip_invisible(persona.name)} · {persona.slug}"
+        groups.setdefault(strip_invisible(persona.library.name), []).append((persona.slug, label))
     return list(groups.items())
 
 

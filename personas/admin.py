@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from debates.rendering import strip_invisible
 from personas.manifests import (
     MAX_MANIFEST_BYTES,
     PURITY_FIELDS,
@@ -278,7 +279,7 @@ class PersonaAdmin(admin.ModelAdmin):
                         coverage,
                         s["source__slug"],
                         obj.slug,
-                        s["source__name"],
+                        strip_invisible(s["source__name"]),
                         s["source__slug"],
                         obj.slug,
                         s["n"],

@@ -35,6 +35,7 @@ from personas.models import (
 MANIFEST_VERSION = 1
 MAX_MANIFEST_BYTES = 5 * 1024 * 1024
 PROTOCOL_ROUNDS_LIMIT = 100  # a sanity bound: round counts are stored in small integer columns
+PROTOCOL_DEPTH_LIMIT = 32  # nesting of the free-form protocol; deeper would exhaust the recursion limit
 ROOT = "$"  # path of errors about the document as a whole (malformed JSON, wrong top-level type)
 
 # Phrases that belong to a task decorator, not to a persona: persona text that contains one is
@@ -315,8 +316,23 @@ def _check_protocol(protocol, errors: _Errors) -> int:
         default = protocol["default_rounds"]
         if not _is_int(default) or not 1 <= default <= max_rounds:
             errors.add("library.protocol.default_rounds", f"must be a whole number from 1 to {max_rounds}")
-    _check_json_text(protocol, "library.protocol", errors)
+    if _depth(protocol) > PROTOCOL_DEPTH_LIMIT:
+        errors.add("library.protocol", f"is nested more than {PROTOCOL_DEPTH_LIMIT} levels deep")
+    else:
+        _check_json_text(protocol, "library.protocol", errors)
     return max_rounds
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest, found without recursion (a parsed document may nest
+    hundreds of levels, enough to overflow the stack of a recursive walk)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _check_json_text(value, path: str, errors: _Errors) -> None:

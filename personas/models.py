@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from debates.rendering import strip_invisible
+
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 slug_validator = RegexValidator(SLUG_PATTERN, _("Lowercase letters, digits and single hyphens."))
 
@@ -48,7 +50,8 @@ class Library(models.Model):
         ]
 
     def __str__(self):
-        return self.name
+        # Shown by the admin as title and option text: no direction overrides or zero-width characters.
+        return strip_invisible(self.name)
 
     @property
     def default_rounds(self) -> int:
@@ -130,7 +133,7 @@ class Persona(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.name} ({self.slug})"
+        return f"{strip_invisible(self.name)} ({self.slug})"
 
     def persona_text(self) -> str:
         """The persona proper, in the five headed parts every format's prompt carries."""

@@ -305,7 +305,7 @@ class OpenAICompatibleClient(LLMClient):
         except ProviderError:
             raise
         except Exception as exc:
-            raise self._map_error(exc) from exc
+            raise self._map_error(exc) from self._scrubbed(exc)
 
         if finish_reason is None:
             raise ConnectionLost(
@@ -418,3 +418,11 @@ class OpenAICompatibleClient(LLMClient):
         if key and len(key) >= 4:
             text = text.replace(key, "***")
         return text
+
+    def _scrubbed(self, exc: Exception) -> Exception:
+        """The SDK's error quotes the server's reply verbatim, and a server may echo the key back:
+        it stays chained to ours (tracebacks show it in any log) with the key redacted."""
+        exc.args = tuple(self._redact(a) if isinstance(a, str) else a for a in exc.args)
+        if isinstance(getattr(exc, "message", None), str):
+            exc.message = self._redact(exc.message)
+        return exc
