@@ -82,3 +82,12 @@ def clients_for(debate) -> ClientPool:
         if key and key not in others:
             others[key] = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
     return ClientPool(default, others)
+
+
+async def close(pool: ClientPool | None) -> None:
+    """Close a debate's HTTP connections; the process-wide local model client stays open."""
+    if pool is None:
+        return
+    for client in pool.all():
+        if client not in _local and hasattr(client, "aclose"):
+            await client.aclose()

