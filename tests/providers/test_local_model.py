@@ -296,3 +296,34 @@ async def test_real_model_queues_concurrent_turns(real_client):
     assert all(answer.strip() for answer in answers), answers
     windows.sort()
     assert windows[0][1] <= windows[1][0]  # one at a time: the second waited for the first
+
+
+@pytest.mark.localmodel
+@pytest.mark.timeout(180)
+async def test_real_model_runs_a_short_duel_with_a_report(real_client):
+    """The acceptance run: a one-round duel on the real model with tiny token limits."""
+    from debates.engine import ClientPool, run_debate
+    from debates.engine.events import ListSink, Report, Status, TurnFinished
+    from debates.engine.spec import CritiqueSpec, DebateSpec, Options, PersonaSpec, SeatSpec
+
+    huineng = PersonaSpec("huineng", "慧能大师", tradition="禅宗", keywords=("顿悟",), text="直指人心，见性成佛。")
+    yinguang = PersonaSpec("yinguang", "印光大师", tradition="净土宗", keywords=("念佛",), text="老实念佛，求生净土。")
+    spec = DebateSpec(
+        question="念佛与参禅，哪条路更适合现代人修行？",
+        format="duel",
+        seats=[SeatSpec(huineng), SeatSpec(yinguang)],
+        options=Options(rounds=1, max_tokens={"speech": 40, "close": 40}, temperature=0),
+        critiques=[CritiqueSpec("huineng", "yinguang", "执著名号，未见自性。", "《六祖坛经·疑问品》")],
+    )
+    sink = ListSink()
+    outcome = await run_debate(spec, ClientPool(real_client), sink)
+
+    assert outcome == "done", [e for e in sink.events if isinstance(e, Status)]
+    turns = sink.of(TurnFinished)
+    assert [t.key for t in turns] == ["duel:1:huineng", "duel:1:yinguang", "duel:close"]
+    for turn in turns:
+        assert CJK.search(turn.text), turn.text  # real Chinese text from the model
+        assert 0 < len(turn.summary) <= 80
+    report = sink.of(Report)
+    assert report and "中立收束" in report[0].verdict_markdown
+    assert report[0].data["pair_key"] == "huineng-vs-yinguang"
