@@ -119,7 +119,11 @@ def _position_moved(text: str) -> bool | None:
     # The chosen option comes first; the half-sentence after it may say anything (无念, 无常, …),
     # so the earliest option word decides, not any occurrence of 无.
     still = ("无", "未变", "坚持", "不变", "none", "unchanged", "hold")
-    hits = [(value.find(word), word in still) for word in (*still, "松动", "转向", "loosen", "shift") if word in value]
+    moved = ("松动", "转向", "loosen", "shift")
+    # A small model may copy the whole menu ("无 / 松动 / 转向"): that says nothing either way.
+    if "/" in value and sum(word in value for word in ("无", *moved)) > 1:
+        return None
+    hits = [(value.find(word), word in still) for word in (*still, *moved) if word in value]
     return not min(hits)[1] if hits else True
 
 
@@ -151,9 +155,11 @@ def _speech_plan(
         f"## 对手当前立场摘要（≤80字）\n{summary}\n\n## 你的弹药：你对「{opponent.name}」的批评\n{_ammo_text(ammo)}"
     )
     output_format = (
-        "先直接陈述你的立场与论证，回应对手摘要中的要点，并使用你的弹药。\n"
-        "最后两行固定为：\n立场变化：无 / 松动 / 转向（选一，并用半句话说明）\n"
-        f"小结：一句话概括你本轮立场（不超过 {SUMMARY_LIMIT} 字）"
+        "按下面三部分写，先写正文：\n"
+        "正文：200–350 字的发言。陈述你的立场与论证，回应对手摘要中的要点，用上你的弹药并注明出处。\n"
+        "立场变化：从“无”“松动”“转向”中只选一个词，再用半句话说明\n"
+        f"小结：一句话概括你本轮立场（不超过 {SUMMARY_LIMIT} 字）\n\n"
+        f"记住：你是「{speaker.name}」，只为自己的立场辩护；不要替「{opponent.name}」说话，也不要宣布赞同对方。"
     )
     return TurnPlan(
         key=f"duel:{round_no}:{speaker.slug}",

@@ -81,8 +81,14 @@ SUMMARY_LABELS = ("小结", "本轮小结", "摘要", "总结", "summary", "roun
 
 def summary_of(text: str, limit: int) -> str:
     """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`."""
-    summary = field_value(text, SUMMARY_LABELS) or first_sentence(text) or text.strip()
+    summary = field_value(text, SUMMARY_LABELS)
+    if not normalise(summary):  # missing, or a copied placeholder such as "…"
+        summary = first_sentence(_without_labels(text, SUMMARY_LABELS)) or text.strip()
     return clip(_WS.sub(" ", summary), limit)
+
+
+def _without_labels(text: str, labels: tuple[str, ...]) -> str:
+    return "\n".join(line for line in text.splitlines() if not any(label in line.lower() for label in labels))
 
 
 def bigrams(text: str) -> set[str]:
