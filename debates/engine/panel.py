@@ -190,11 +190,15 @@ async def _align_concepts(ctx: DebateContext, st: PanelState) -> None:
 
 def _speech_postprocess(text: str) -> tuple[str, dict]:
     silence = field_value(text, ("沉默声明", "silence"))
-    silent = "本轮沉默" in silence or silence.startswith("沉默") or silence.lower().startswith("silent")
+    declared = "本轮沉默" in silence or silence.startswith("沉默") or silence.lower().startswith("silent")
+    cited = len(citations.find_citations(text))
+    rebuttal = field_value(text, ("反驳", "rebuttal"), multiline=True).strip("：: ")
+    # Silence means rebutting nothing: a speech that declares it but rebuts anyway is not silent.
+    rebuts = cited > 0 or (rebuttal and not rebuttal.startswith(("无", "none", "None")))
     return text, {
         "position": clip(field_value(text, ("立场", "position")) or first_sentence(text), 200),
-        "silent": silent,
-        "citations": len(citations.find_citations(text)),
+        "silent": declared and not rebuts,
+        "citations": cited,
     }
 
 
