@@ -281,6 +281,66 @@ def open_fronts(st: PanelState) -> dict[str, list[str]]:
     return fronts
 
 
+ROUNDS_TEXT = {
+    1: (
+        "R1 盲立论 Blind positions",
+        "盲立论：你看不到任何其他角色的发言。R1 没有可反驳的对象，反驳写“无”，沉默声明写“无”。",
+    ),
+    2: ("R2 交叉回应 Cross-response", "逐条反驳他方的具体论点，引用须逐字摘录原文。"),
+    3: (
+        "R3 防御与修正 Defence and revision",
+        "防御你被攻击的论点或修正立场，引用须逐字摘录。R3 是最后一个能承接新维度的发言轮。",
+    ),
+    4: (
+        "R4 检验交锋与终辩 Closing",
+        "前半段逐条回应你的开放战线，只引用 R3；后半段给出终态立场与让步清单。禁止开新战线。",
+    ),
+}
+
+
+def _material(st: PanelState, role: PersonaSpec, round_no: int) -> str:
+    """What a role may see in each round: nothing (R1, blind); its own R1 and the others' raw R1
+    (R2); its own R1+R2, the others' raw R2 and the host's blind spots (R3); its open fronts and
+    the R3 record (R4)."""
+    own = {r: st.speeches.get((role.slug, r), "") for r in (1, 2)}
+    if round_no == 1:
+        return ""
+    if round_no == 2:
+        return f"## 你自己的 R1\n{own[1]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=role.slug)}"
+    if round_no == 3:
+        return (
+            f"## 你自己的 R1\n{own[1]}\n\n## 你自己的 R2\n{own[2]}\n\n## 他方 R2 原文\n"
+            f"{_raw(st, 2, exclude=role.slug)}\n\n## 主持人标注的盲区\n{st.blind_spots}"
+        )
+    fronts = "\n".join(f"- {f}" for f in st.fronts[role.slug])
+    return f"## 你的开放战线\n{fronts}\n\n## R3 原文\n{_raw(st, 3)}"
+
+
+async def _speak(ctx: DebateContext, st: PanelState, round_no: int, roles: list[PersonaSpec]) -> None:
+    """One round: the roles speak in parallel, each in its own isolated call."""
+    title, rule = ROUNDS_TEXT[round_no]
+    await ctx.phase(round_no, f"r{round_no}", title)
+    await _round(
+        ctx, st, round_no, [_role_plan(ctx, st, r, round_no, [rule], _material(st, r, round_no)) for r in roles]
+    )
+
+
+async def _mark_blind_spots(ctx: DebateContext, st: PanelState) -> None:
+    """Host aggregate #2: the dimensions nobody addressed, marked but not steered."""
+    blind = await ctx.turn(
+        _host_plan(
+            ctx,
+            st,
+            "host:aggregate2",
+            "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
+            "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles),
+            "最多 3 条：- 盲区：…",
+            round_no=2,
+        )
+    )
+    st.blind_spots = blind.text
+
+
 async def run(ctx: DebateContext) -> str:
     spec = ctx.spec
     # No seats chosen: the library's roles (the bundled five) sit at the table.
@@ -304,96 +364,18 @@ async def run(ctx: DebateContext) -> str:
     await ctx.phase(0, "concepts", "概念对齐 Concept alignment")
     await _align_concepts(ctx, st)
 
-    await ctx.phase(1, "r1", "R1 盲立论 Blind positions")
-    await _round(
-        ctx,
-        st,
-        1,
-        [
-            _role_plan(
-                ctx,
-                st,
-                r,
-                1,
-                ["盲立论：你看不到任何其他角色的发言。R1 没有可反驳的对象，反驳写“无”，沉默声明写“无”。"],
-                "",
-            )
-            for r in roles
-        ],
-    )
+    await _speak(ctx, st, 1, roles)
     if not _over_cap(ctx, st, 1):
-        await ctx.phase(2, "r2", "R2 交叉回应 Cross-response")
-        await _round(
-            ctx,
-            st,
-            2,
-            [
-                _role_plan(
-                    ctx,
-                    st,
-                    r,
-                    2,
-                    ["逐条反驳他方的具体论点，引用须逐字摘录原文。"],
-                    f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=r.slug)}",
-                )
-                for r in _active(st)
-            ],
-        )
+        await _speak(ctx, st, 2, _active(st))
     if not _over_cap(ctx, st, 2):
-        blind = await ctx.turn(
-            _host_plan(
-                ctx,
-                st,
-                "host:aggregate2",
-                "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
-                "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles),
-                "最多 3 条：- 盲区：…",
-                round_no=2,
-            )
-        )
-        st.blind_spots = blind.text
-        await ctx.phase(3, "r3", "R3 防御与修正 Defence and revision")
-        await _round(
-            ctx,
-            st,
-            3,
-            [
-                _role_plan(
-                    ctx,
-                    st,
-                    r,
-                    3,
-                    ["防御你被攻击的论点或修正立场，引用须逐字摘录。R3 是最后一个能承接新维度的发言轮。"],
-                    f"## 你自己的 R1\n{st.speeches[(r.slug, 1)]}\n\n## 你自己的 R2\n{st.speeches.get((r.slug, 2), '')}"
-                    f"\n\n## 他方 R2 原文\n{_raw(st, 2, exclude=r.slug)}\n\n## 主持人标注的盲区\n{st.blind_spots}",
-                )
-                for r in _active(st)
-            ],
-        )
+        await _mark_blind_spots(ctx, st)
+        await _speak(ctx, st, 3, _active(st))
     if not _over_cap(ctx, st, 3):
         st.fronts = open_fronts(st)
-        closing = [r for r in _active(st) if st.fronts.get(r.slug)]
         report.data["open_fronts"] = {k: len(v) for k, v in st.fronts.items()}
+        closing = [r for r in _active(st) if st.fronts.get(r.slug)]
         if closing:
-            await ctx.phase(4, "r4", "R4 检验交锋与终辩 Closing")
-            await _round(
-                ctx,
-                st,
-                4,
-                [
-                    _role_plan(
-                        ctx,
-                        st,
-                        r,
-                        4,
-                        ["前半段逐条回应你的开放战线，只引用 R3；后半段给出终态立场与让步清单。禁止开新战线。"],
-                        "## 你的开放战线\n"
-                        + "\n".join(f"- {f}" for f in st.fronts[r.slug])
-                        + f"\n\n## R3 原文\n{_raw(st, 3)}",
-                    )
-                    for r in closing
-                ],
-            )
+            await _speak(ctx, st, 4, closing)
         else:
             await ctx.warn("r4_skipped", "所有角色的开放战线均为空，跳过 R4。No open fronts: R4 skipped.")
     if st.stopped_by_cap is not None:
