@@ -28,6 +28,9 @@ class DebateConsumer(AsyncWebsocketConsumer):
         self.seen = _int(query.get("after", ["-1"])[0])
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        await self._catch_up()
+
+    async def _catch_up(self):
         snap = await database_sync_to_async(frames.snapshot)(self.debate_id)
         if snap.seq != self.seen:
             # The page is behind (or ahead, after a resume): replace every live region wholesale.
@@ -40,6 +43,12 @@ class DebateConsumer(AsyncWebsocketConsumer):
 
     async def debate_frame(self, event):
         if event["seq"] <= self.seen:
+            return
+        if event["seq"] > self.seen + 1:
+            # Every change is one frame, so a gap means a frame never arrived (a channel layer
+            # drops frames for a viewer that fell behind its capacity): catch up from the database,
+            # which already holds this frame's change.
+            await self._catch_up()
             return
         self.seen = event["seq"]
         await self.send(text_data=event["html"])

@@ -5,8 +5,10 @@ The sink is the only writer of a running debate's state. Every visible change in
 and is sent only after the commit. A viewer that read the database at seq S (the page render or
 the consumer's catch-up) therefore needs exactly the frames with seq > S: no gap, no repeat.
 
-Text deltas are batched: they accumulate in memory and are flushed every `frame_interval` seconds
-as one transaction and one frame, so database writes stay far below one per token.
+Text deltas are batched: they accumulate in memory and go out as one transaction and one frame,
+at most one per `frame_interval` seconds, so database writes stay below one per token. The first
+delta after a quiet spell goes out at once (a slow model's tokens are not each held back a whole
+interval); while text keeps coming, the deltas of each interval share a frame.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class DjangoSink:
         self.seq = 0
         self.position = 0
         self.flusher: asyncio.Task | None = None
+        self.last_flush = float("-inf")  # loop time of the last delta frame
+        self.debate: Debate | None = None  # the row as last read: the meter of delta frames
         self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
 
     async def open(self) -> None:
@@ -123,7 +127,9 @@ class DjangoSink:
                 await self._send(html)
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(self.frame_interval)
+        wait = self.last_flush + self.frame_interval - asyncio.get_running_loop().time()
+        if wait > 0:
+            await asyncio.sleep(wait)
         await self.flush()
 
     async def flush(self) -> None:
@@ -133,6 +139,7 @@ class DjangoSink:
             pending, self.pending = self.pending, {}
             if self.lost:
                 return
+            self.last_flush = asyncio.get_running_loop().time()
             try:
                 html = await database_sync_to_async(self._apply_deltas)(pending)
             except LeaseLost:
@@ -154,7 +161,7 @@ class DjangoSink:
             log.exception("could not send frame %s of debate %s", self.seq, self.debate_id)
 
     # -- database side (runs in a worker thread) ---------------------------------------------
-    def _bump(self, **fields) -> Debate:
+    def _bump(self, *, reload: bool = True, **fields) -> Debate | None:
         self.seq += 1
         debates = Debate.objects.filter(pk=self.debate_id)
         if self.runner_id:
@@ -162,7 +169,9 @@ class DjangoSink:
         if not debates.update(seq=self.seq, **fields):
             raise LeaseLost(self.debate_id)  # rolls back this whole transaction
         self.stats["db_writes"] += 1
-        return Debate.objects.get(pk=self.debate_id)
+        if reload:
+            self.debate = Debate.objects.get(pk=self.debate_id)
+        return self.debate
 
     def _apply(self, handler, event) -> str:
         with transaction.atomic():
@@ -177,9 +186,11 @@ class DjangoSink:
                 pk = self.turn_pks[key]
                 Turn.objects.filter(pk=pk).update(text=self.texts[key])
                 html.append(frames.delta(pk, chunk))
-            debate = self._bump()
+            # Only seq changes: the meter's totals are the row as last read (the sink alone writes
+            # them), so a frame costs no read of the whole row.
+            self._bump(reload=self.debate is None)
         streaming = sum(estimate_tokens(t) for t in self.texts.values())
-        html.append(frames.meter(debate, streaming))
+        html.append(frames.meter(self.debate, streaming))
         return "".join(html)
 
     def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class

@@ -118,6 +118,11 @@ async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm):
     assert await communicator.receive_from(timeout=2) == "<p>new</p>"
     await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 1, "html": "<p>again</p>"})
     assert await communicator.receive_nothing(timeout=0.2)
+
+    # A gap (a frame the layer dropped for a slow viewer) is filled from the database, wholesale.
+    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 3, "html": "<p>later</p>"})
+    refill = await communicator.receive_from(timeout=2)
+    assert 'id="transcript"' in refill and "<p>later</p>" not in refill
     await communicator.disconnect()
 
 

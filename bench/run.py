@@ -1,0 +1,390 @@
+"""Agora's benchmark: does the app add anything visible on top of the model?
+
+    .venv/bin/python bench/run.py            # everything, about 2.5 minutes on 2 cores (`make bench`)
+    .venv/bin/python bench/run.py --levels 1,10 --skip-inproc     # only some of it
+    .venv/bin/python bench/run.py --update-readme                 # also rewrite bench/README.md's figures
+
+Prints one table per section, each figure beside its goal, and writes every figure to
+bench/out/latest.json. Everything runs against the fake OpenAI server (bench/fakeproc.py: the
+project's loopback server in a process of its own) at a fixed token delay:
+
+  1. Critical path    each format alone, in-process with the real sink and SQLite (bench/inproc.py)
+  2. Latency          token written by the model → frame received by a viewer, on the real server
+                      (daphne, one process, in-memory channel layer) at 1, 10, 100 debates × 3
+                      viewers; CPU per 1,000 tokens and peak memory (bench/latency.py)
+  3. Token growth     duel prompts at 2, 4, 8 rounds against a full-history chat; the panel's cap
+  4. Database writes  per streamed token and per turn, during section 1's debates
+
+bench/README.md explains each measurement and keeps the latest figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.fakeproc import FakeProcess  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+README = ROOT / "bench" / "README.md"
+
+GOALS = {
+    "critical_ratio": 1.05,
+    "p50_ms": 30.0,
+    "p99_ms": 100.0,
+    "growth_ratio_at_8": 0.3,
+    "commits_per_token": 0.3,
+}
+
+
+def machine() -> dict:
+    cpu = ""
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory = ""
+    with open("/proc/meminfo") as info:
+        for line in info:
+            if line.startswith("MemTotal:"):
+                memory = f"{int(line.split()[1]) / 1024 / 1024:.0f} GiB"
+    return {
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0)),
+        "memory": memory,
+        "python": platform.python_version(),
+        "system": f"{platform.system()} {platform.release()}",
+    }
+
+
+def prepare(work: Path) -> Path:
+    from tests.live import prepare_database
+
+    template = work / "template.sqlite3"
+    prepare_database(template, {k: v for k, v in os.environ.items() if k != "DATABASE_URL"})
+    return template
+
+
+def run_inproc(work: Path, template: Path, args) -> dict:
+    db = work / "inproc.sqlite3"
+    shutil.copy(template, db)
+    out = work / "inproc.json"
+    command = [
+        sys.executable,
+        "-m",
+        "bench.inproc",
+        "--db",
+        str(db),
+        "--workdir",
+        str(work),
+        "--out",
+        str(out),
+        "--token-delay",
+        str(args.critical_token_delay),
+        "--reply-tokens",
+        str(args.critical_reply_tokens),
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_BASE_URL")}
+    subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=600)
+    return json.loads(out.read_text())
+
+
+def run_latency(work: Path, template: Path, args) -> dict:
+    from bench.latency import run_level
+
+    fake = FakeProcess(args.token_delay, args.reply_tokens, work).start()
+    levels = {}
+    try:
+        for n in args.levels:
+            print(f"  latency: {n} debate(s) × {args.viewers} viewers …", file=sys.stderr, flush=True)
+            levels[str(n)] = run_level(
+                fake, template, work / f"latency-{n}", n, viewers_per=args.viewers, rounds=args.rounds
+            )
+            lv = levels[str(n)]
+            print(
+                f"  latency: {n}: p50 {_ms(lv['p50_ms'])} p99 {_ms(lv['p99_ms'])} in {lv['elapsed_s']:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        fake.stop()
+    return {
+        "token_delay": args.token_delay,
+        "reply_tokens": args.reply_tokens,
+        "rounds": args.rounds,
+        "viewers_per_debate": args.viewers,
+        "levels": levels,
+    }
+
+
+# -- printing --------------------------------------------------------------------------------------
+
+
+def _ms(value) -> str:
+    return "—" if value is None else f"{value:.0f} ms"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "—" if ok is None else ("PASS" if ok else "MISS")
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    rule = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join([line, rule, *body])
+
+
+def report(results: dict) -> str:
+    parts = []
+    m = results["machine"]
+    parts.append(
+        f"Agora benchmark · {results['when']} · {m['cpu']}, {m['cores']} cores, {m['memory']} · "
+        f"Python {m['python']} · {m['system']} · took {results['took_s']:.0f} s"
+    )
+    inproc = results.get("inproc")
+    if inproc:
+        cp = inproc["critical_path"]
+        rows = []
+        for name, r in cp.items():
+            ok = r["outcome"] == "done" and r["ratio"] is not None and r["ratio"] <= GOALS["critical_ratio"]
+            rows.append(
+                [
+                    name,
+                    r["outcome"],
+                    r["turns"],
+                    f"{r['steps']} ({r['parallel_rounds']} parallel)",
+                    f"{r['wall_s']:.2f} s",
+                    f"{r['lower_bound_s']:.2f} s",
+                    f"{r['overhead_per_step_ms']:.0f} ms",
+                    f"{r['ratio']:.3f}",
+                    f"≤ {GOALS['critical_ratio']}",
+                    _verdict(ok),
+                ]
+            )
+        parts.append(
+            f"\n1. Critical path — each format alone, fake model at {inproc['token_delay'] * 1000:.0f} ms/token, "
+            f"~{inproc['reply_tokens']}-token replies (+ field lines)\n"
+            + table(
+                ["format", "outcome", "turns", "steps", "wall", "lower bound", "overhead/step", "ratio", "goal", ""],
+                rows,
+            )
+        )
+    lat = results.get("latency")
+    if lat:
+        rows = []
+        for n, r in lat["levels"].items():
+            ok = None
+            if r["p50_ms"] is not None:
+                ok = (
+                    r["p50_ms"] <= GOALS["p50_ms"]
+                    and r["p99_ms"] <= GOALS["p99_ms"]
+                    and not r["viewer_error_count"]
+                    and not r["missing"]
+                )
+            rows.append(
+                [
+                    n,
+                    f"{r['viewers']} ({r['viewer_error_count']} failed)",
+                    r["peak_concurrent_streams"],
+                    r["streamed_tokens"],
+                    r["samples"],
+                    _ms(r["p50_ms"]),
+                    _ms(r["p99_ms"]),
+                    _ms(r["max_ms"]),
+                    f"{_ms(r['steady_p50_ms'])} / {_ms(r['steady_p99_ms'])}",
+                    r["missing"],
+                    f"≤ {GOALS['p50_ms']:.0f} / ≤ {GOALS['p99_ms']:.0f} ms",
+                    _verdict(ok),
+                    f"{r['cpu_s_per_1000_tokens']:.2f} s",
+                    f"{100 * r['server_cpu_utilisation']:.0f}%",
+                    f"{r['peak_rss_mb']:.0f} MB",
+                ]
+            )
+        parts.append(
+            f"\n2. Streaming latency — token written → viewer has it; duels of {lat['rounds']} round(s), "
+            f"{lat['viewers_per_debate']} viewers each, fake model at {lat['token_delay'] * 1000:.0f} ms/token, "
+            "one daphne process\n"
+            + table(
+                [
+                    "debates",
+                    "viewers",
+                    "peak streams",
+                    "tokens",
+                    "samples",
+                    "p50",
+                    "p99",
+                    "max",
+                    "steady p50/p99",
+                    "missed",
+                    "goal p50/p99",
+                    "",
+                    "CPU/1k tokens",
+                    "server CPU",
+                    "peak RSS",
+                ],
+                rows,
+            )
+        )
+    if inproc and "token_growth" in inproc:
+        tg = inproc["token_growth"]
+        rows = []
+        for rounds, r in tg["duel"].items():
+            per_turn = r["agora_prompt_per_turn"]
+            full = r["full_prompt_per_turn"]
+            goal = f"≤ {GOALS['growth_ratio_at_8']}" if int(rounds) == 8 else ""
+            ok = r["ratio"] <= GOALS["growth_ratio_at_8"] if int(rounds) == 8 else None
+            rows.append(
+                [
+                    f"duel × {rounds}",
+                    r["turns"],
+                    f"{per_turn[0]} → {per_turn[-1]}",
+                    f"{full[0]} → {full[-1]}",
+                    r["agora_total"],
+                    r["full_total"],
+                    f"{r['ratio']:.3f}",
+                    goal,
+                    _verdict(ok),
+                ]
+            )
+        panel = tg["panel"]
+        if panel.get("cap"):
+            ok = panel["counted_against_cap"] <= panel["cap"]
+            rows.append(
+                [
+                    "panel (cap)",
+                    panel["turns"],
+                    "",
+                    "",
+                    panel["counted_against_cap"],
+                    f"cap {panel['cap']}",
+                    f"{panel['counted_against_cap'] / panel['cap']:.3f}",
+                    "≤ 1 (cap)",
+                    _verdict(ok),
+                ]
+            )
+        parts.append(
+            f"\n3. Token growth — prompt tokens (server-counted), replies of ~{tg['reply_tokens']} tokens; "
+            "full history = the same prompt + every earlier turn\n"
+            + table(
+                [
+                    "debate",
+                    "turns",
+                    "Agora prompt/turn",
+                    "full-history/turn",
+                    "Agora total",
+                    "full-history total",
+                    "ratio",
+                    "goal",
+                    "",
+                ],
+                rows,
+            )
+        )
+    if inproc:
+        rows = []
+        for name, r in inproc["critical_path"].items():
+            ok = r["db_commits_per_token"] is not None and r["db_commits_per_token"] <= GOALS["commits_per_token"]
+            rows.append(
+                [
+                    name,
+                    r["streamed_tokens"],
+                    r["turns"],
+                    r["db_writes_total"],
+                    f"{r['db_writes_per_token']:.3f}",
+                    f"{r['db_writes_per_turn']:.1f}",
+                    r["db_commits"],
+                    f"{r['db_commits_per_token']:.3f}",
+                    f"commits ≤ {GOALS['commits_per_token']} / token",
+                    _verdict(ok),
+                ]
+            )
+        parts.append(
+            "\n4. Database writes — INSERT/UPDATE/DELETE statements and write transactions during section 1\n"
+            + table(
+                [
+                    "format",
+                    "tokens",
+                    "turns",
+                    "writes",
+                    "per token",
+                    "per turn",
+                    "commits",
+                    "commits/token",
+                    "goal",
+                    "",
+                ],
+                rows,
+            )
+        )
+    return "\n".join(parts)
+
+
+def update_readme(text: str) -> None:
+    if not README.exists():
+        return
+    content = README.read_text()
+    block = f"<!-- bench:latest -->\n```\n{text}\n```\n<!-- /bench:latest -->"
+    new, count = re.subn(r"<!-- bench:latest -->.*?<!-- /bench:latest -->", lambda _: block, content, flags=re.S)
+    if count:
+        README.write_text(new)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--levels", default="1,10,100", help="concurrent debates per latency level")
+    parser.add_argument("--viewers", type=int, default=3, help="WebSocket viewers per debate")
+    parser.add_argument("--token-delay", type=float, default=0.03, help="seconds between tokens (latency)")
+    parser.add_argument("--reply-tokens", type=int, default=100, help="reply length before field lines (latency)")
+    parser.add_argument("--rounds", type=int, default=1, help="duel rounds per latency debate")
+    parser.add_argument("--critical-token-delay", type=float, default=0.01)
+    parser.add_argument("--critical-reply-tokens", type=int, default=150)
+    parser.add_argument("--skip-inproc", action="store_true", help="skip sections 1, 3 and 4")
+    parser.add_argument("--skip-latency", action="store_true", help="skip section 2")
+    parser.add_argument("--update-readme", action="store_true", help="write the table into bench/README.md")
+    args = parser.parse_args(argv)
+    args.levels = [int(x) for x in args.levels.split(",") if x.strip()]
+
+    started = time.monotonic()
+    OUT.mkdir(parents=True, exist_ok=True)
+    work = OUT / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    print("preparing the database …", file=sys.stderr, flush=True)
+    template = prepare(work)
+    results: dict = {"when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(), "goals": GOALS}
+    if not args.skip_inproc:
+        print("sections 1, 3, 4 (in-process) …", file=sys.stderr, flush=True)
+        results["inproc"] = run_inproc(work, template, args)
+    if not args.skip_latency:
+        print("section 2 (real server) …", file=sys.stderr, flush=True)
+        results["latency"] = run_latency(work, template, args)
+    results["took_s"] = time.monotonic() - started
+    text = report(results)
+    print(text)
+    (OUT / "latest.json").write_text(json.dumps(results, ensure_ascii=False, indent=1))
+    (OUT / "latest.txt").write_text(text + "\n")
+    if args.update_readme:
+        update_readme(text)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
