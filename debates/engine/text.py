@@ -35,16 +35,26 @@ def normalise(text: str) -> str:
     return _PUNCT.sub("", unicodedata.normalize("NFKC", text).lower())
 
 
+# Section labels the formats ask for; a line holding only one of these is a heading, not content.
+STRUCTURE_LABELS = ("正文", "立场", "立场变化", "核心论点", "核心论据", "论据", "反驳", "沉默声明", "置信度", "小结")
+# Field lines about the speech rather than of it: never a speech's first sentence.
+META_LABELS = ("立场变化", "沉默声明", "置信度", "小结")
+
+
 def first_sentence(text: str) -> str:
     for line in text.splitlines():
-        line = line.strip().lstrip("#>*-• ").strip()
-        if line and not _is_label_only(line):
+        line = line.strip().lstrip("#>*-• ").strip().strip("*").strip()
+        if not line or _is_label_only(line) or line.startswith(META_LABELS):
+            continue
+        # "正文：……" — drop the label, keep what follows it.
+        line = re.sub(rf"^(?:{'|'.join(STRUCTURE_LABELS)})\s*\**\s*[:：]\s*\**\s*", "", line)
+        if line:
             return _SENTENCE_END.split(line, maxsplit=1)[0].strip()
     return ""
 
 
 def _is_label_only(line: str) -> bool:
-    return bool(re.fullmatch(r"[\w\s·]{1,12}[:：]", line))
+    return bool(re.fullmatch(r"[\w\s·]{1,12}[:：]", line)) or line.strip("*：: ") in STRUCTURE_LABELS
 
 
 def field_value(text: str, labels: tuple[str, ...], *, multiline: bool = False) -> str:
