@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from debates.models import Debate, Provider, Report, Seat, Turn
@@ -6,6 +7,8 @@ from debates.models import Debate, Provider, Report, Seat, Turn
 
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
+    # A base URL typed without a scheme is an https one (Django 6's default; say it now).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ("name", "base_url", "default_model", "api_key_env", "concurrency", "timeout")
     search_fields = ("name", "base_url", "default_model")
     fieldsets = (
