@@ -31,12 +31,12 @@ async def test_duel_streams_survives_reloads_and_ends_on_the_report(page, agora,
     fake_llm.token_delay = 0.02
     pk = await start(page, agora, "念佛与参禅，哪条路更适合现代人修行？", rounds="2")
     await page.wait_for_selector("article.turn-running .text.live:not(:empty)", timeout=20000)
-    await shot(page, "live")
     observed = []
     await observe_stream(page, 0.6, observed)
     for _ in range(3):  # reload mid-stream, then keep watching
         await page.reload()
         await observe_stream(page, 0.6, observed)
+    await shot(page, "live")
     await page.wait_for_selector("#debate-report h2", timeout=60000)
     await shot(page, "report")
     data = await export(page, agora, pk)
