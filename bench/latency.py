@@ -169,12 +169,17 @@ def coverage(frames: list[tuple[float, str]]) -> dict[int, tuple[list[float], li
     return cover
 
 
-def turn_index(db: Path) -> dict[str, tuple[int, int]]:
-    """Exact messages → (debate id, turn pk), from the server's database."""
+def turn_index(db) -> dict[str, tuple[int, int]]:
+    """Exact messages → (debate id, turn pk), from the server's database: a SQLite file, or a
+    callable that returns the (id, debate_id, messages) rows of debates_turn (e.g. from PostgreSQL)."""
     index = {}
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        for pk, debate, messages in conn.execute("SELECT id, debate_id, messages FROM debates_turn"):
-            index[_key(json.loads(messages))] = (debate, pk)
+    if callable(db):
+        rows = db()
+    else:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            rows = conn.execute("SELECT id, debate_id, messages FROM debates_turn").fetchall()
+    for pk, debate, messages in rows:
+        index[_key(json.loads(messages) if isinstance(messages, str) else messages)] = (debate, pk)
     return index
 
 
@@ -189,7 +194,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def latencies(requests: list[dict], viewers: list[Viewer], db: Path) -> dict:
+def latencies(requests: list[dict], viewers: list[Viewer], db) -> dict:
     index = turn_index(db)
     by_debate: dict[int, list[Viewer]] = defaultdict(list)
     for v in viewers:

@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py            # everything, about 2.5 minutes on 2 cores (`make bench`)
     .venv/bin/python bench/run.py --levels 1,10 --skip-inproc     # only some of it
     .venv/bin/python bench/run.py --update-readme                 # also rewrite bench/README.md's figures
+    .venv/bin/python bench/run.py --workers --skip-inproc --skip-latency   # section 5 alone (~7 min)
 
 Prints one table per section, each figure beside its goal, and writes every figure to
 bench/out/latest.json. Everything runs against the fake OpenAI server (bench/fakeproc.py: the
@@ -14,6 +15,8 @@ project's loopback server in a process of its own) at a fixed token delay:
                       viewers; CPU per 1,000 tokens and peak memory (bench/latency.py)
   3. Token growth     duel prompts at 2, 4, 8 rounds against a full-history chat; the panel's cap
   4. Database writes  per streamed token and per turn, during section 1's debates
+  5. Scale-out        (--workers; needs PostgreSQL and Redis, bin/start-services) one daphne + 1 or 2
+                      `agora_worker`s: the most concurrent debates within p99 ≤ 100 ms (bench/workers.py)
 
 bench/README.md explains each measurement and keeps the latest figures.
 """
@@ -48,6 +51,7 @@ GOALS = {
     "growth_ratio_at_8": 0.3,
     "commits_per_token": 0.3,
 }
+WORKERS_README_MARK = "bench:workers"
 
 
 def machine() -> dict:
@@ -129,6 +133,23 @@ def run_latency(work: Path, template: Path, args) -> dict:
         "viewers_per_debate": args.viewers,
         "levels": levels,
     }
+
+
+def run_workers(work: Path, args) -> dict:
+    from bench.workers import run_workers as run
+
+    return run(
+        work,
+        counts=args.workers_counts,
+        token_delay=args.token_delay,
+        reply_tokens=args.reply_tokens,
+        viewers_per=args.viewers,
+        rounds=args.rounds,
+        budget_s=args.workers_budget,
+        levels=args.workers_levels or None,
+        threads=args.workers_threads,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
 
 
 # -- printing --------------------------------------------------------------------------------------
@@ -333,15 +354,89 @@ def report(results: dict) -> str:
                 rows,
             )
         )
+    workers = results.get("workers")
+    if workers:
+        parts.append("\n" + report_workers(workers))
     return "\n".join(parts)
 
 
-def update_readme(text: str) -> None:
+def _pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def report_workers(w: dict) -> str:
+    if "skipped" in w:
+        return f"5. Scale-out — skipped: {w['skipped']}"
+    goal = w["goal_p99_ms"]
+    rows, answers = [], []
+    for k, found in w["counts"].items():
+        for n, r in found["levels"].items():
+            c = r["cpu"]
+            rows.append(
+                [
+                    k,
+                    n,
+                    f"{r['viewers']} ({r['viewer_error_count']} failed)",
+                    r["peak_concurrent_streams"],
+                    r["streamed_tokens"],
+                    _ms(r["p50_ms"]),
+                    _ms(r["p99_ms"]),
+                    _ms(r["max_ms"]),
+                    _ms(r["steady_p99_ms"]),
+                    r["missing"],
+                    f"≤ {goal:.0f} ms",
+                    _verdict(r["passed"]),
+                    " + ".join(_pct(x) for x in c["workers"]),
+                    _pct(c["web"]),
+                    _pct(c["postgres"]),
+                    _pct(c["redis"]),
+                    _pct(c["viewers"] + c["fake"]),
+                    _pct(c["machine"]),
+                ]
+            )
+        best, over = found["max_debates_within_goal"], found["first_debates_over_goal"]
+        answers.append(
+            f"{k} worker(s): {best if best is not None else 'none'} debates within p99 ≤ {goal:.0f} ms"
+            + (f", {over} over" if over is not None else ", none over (search stopped)")
+        )
+    return (
+        f"5. Scale-out — one daphne + K agora_workers ({w['threads_per_worker']} threads each), PostgreSQL + Redis; "
+        f"duels of {w['rounds']} round(s), {w['viewers_per_debate']} viewers each, fake model at "
+        f"{w['token_delay'] * 1000:.0f} ms/token; CPU: share of one core (machine: of all cores)\n"
+        + table(
+            [
+                "workers",
+                "debates",
+                "viewers",
+                "peak streams",
+                "tokens",
+                "p50",
+                "p99",
+                "max",
+                "steady p99",
+                "missed",
+                "goal p99",
+                "",
+                "worker CPU",
+                "web CPU",
+                "PostgreSQL",
+                "Redis",
+                "viewers+fake",
+                "machine",
+            ],
+            rows,
+        )
+        + "\n"
+        + "\n".join(answers)
+    )
+
+
+def update_readme(text: str, mark: str = "bench:latest") -> None:
     if not README.exists():
         return
     content = README.read_text()
-    block = f"<!-- bench:latest -->\n```\n{text}\n```\n<!-- /bench:latest -->"
-    new, count = re.subn(r"<!-- bench:latest -->.*?<!-- /bench:latest -->", lambda _: block, content, flags=re.S)
+    block = f"<!-- {mark} -->\n```\n{text}\n```\n<!-- /{mark} -->"
+    new, count = re.subn(rf"<!-- {mark} -->.*?<!-- /{mark} -->", lambda _: block, content, flags=re.S)
     if count:
         README.write_text(new)
 
@@ -358,8 +453,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-inproc", action="store_true", help="skip sections 1, 3 and 4")
     parser.add_argument("--skip-latency", action="store_true", help="skip section 2")
     parser.add_argument("--update-readme", action="store_true", help="write the table into bench/README.md")
+    parser.add_argument(
+        "--workers", action="store_true", help="also run section 5 (scale-out; PostgreSQL and Redis, ~7 min)"
+    )
+    parser.add_argument("--workers-counts", default="1,2", help="worker processes to measure (section 5)")
+    parser.add_argument("--workers-budget", type=float, default=180, help="seconds of search per worker count")
+    parser.add_argument("--workers-levels", default="", help="run exactly these debate counts (no search)")
+    parser.add_argument("--workers-threads", type=int, default=32, help="--threads of each agora_worker")
     args = parser.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    args.workers_counts = [int(x) for x in args.workers_counts.split(",") if x.strip()]
+    args.workers_levels = [int(x) for x in args.workers_levels.split(",") if x.strip()]
 
     started = time.monotonic()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -375,13 +479,24 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_latency:
         print("section 2 (real server) …", file=sys.stderr, flush=True)
         results["latency"] = run_latency(work, template, args)
+    if args.workers:
+        print("section 5 (scale-out: web + workers, PostgreSQL, Redis) …", file=sys.stderr, flush=True)
+        results["workers"] = run_workers(work, args)
     results["took_s"] = time.monotonic() - started
     text = report(results)
     print(text)
-    (OUT / "latest.json").write_text(json.dumps(results, ensure_ascii=False, indent=1))
-    (OUT / "latest.txt").write_text(text + "\n")
+    saved = results
+    if args.workers and args.skip_inproc and args.skip_latency and (OUT / "latest.json").exists():
+        # Section 5 alone: add its figures to the last full run's instead of replacing them.
+        saved = {**json.loads((OUT / "latest.json").read_text()), "workers": results["workers"]}
+    (OUT / "latest.json").write_text(json.dumps(saved, ensure_ascii=False, indent=1))
+    (OUT / "latest.txt").write_text((text if saved is results else report(saved)) + "\n")
     if args.update_readme:
-        update_readme(text)
+        if not (args.skip_inproc and args.skip_latency):
+            update_readme(report({k: v for k, v in results.items() if k != "workers"}))
+        if args.workers:
+            head = text.split("\n", 1)[0]
+            update_readme(f"{head}\n\n{report_workers(results['workers'])}", WORKERS_README_MARK)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
