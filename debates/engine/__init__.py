@@ -15,6 +15,7 @@ from debates.engine import events as ev
 from debates.engine.budget import Ledger
 from debates.engine.spec import DebateSpec
 from debates.engine.turns import ClientPool, DebateAborted, DebateContext
+from debates.providers.base import ProviderError
 
 RUNNERS = {"duel": duel.run, "panel": panel.run, "roundtable": roundtable.run, "moderated": moderated.run}
 
@@ -38,13 +39,17 @@ async def run_debate(spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledge
 
 
 async def _prepare(ctx: DebateContext) -> None:
-    """Bring every client up (the local model may need to load) and say so while it happens."""
+    """Bring every client up (the local model may need to load) and say so while it happens.
+    A provider that cannot start fails the debate with its own words (what to fix)."""
 
     async def on_status(text: str) -> None:
         await ctx.emit(ev.Status("loading_model", text))
 
     for client in ctx.clients.all():
-        await client.ensure_ready(on_status)
+        try:
+            await client.ensure_ready(on_status)
+        except ProviderError as error:
+            raise DebateAborted(str(error)) from error
 
 
 __all__ = ["ClientPool", "DebateSpec", "Ledger", "run_debate"]

@@ -446,6 +446,15 @@ NOT_INSTALLED = (
 )
 
 
+# llama_cpp.server lets these environment variables override its command line (`PORT` beats
+# `--port`): `make run PORT=8000` would make the child bind the app's own port and die.
+_CHILD_ENV_OVERRIDES = ("HOST", "PORT", "CONFIG_FILE")
+
+
+def child_env() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key not in _CHILD_ENV_OVERRIDES}
+
+
 def _free_port(preferred: int | None = None) -> int:
     for candidate in ([preferred] if preferred else []) + [0]:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -606,6 +615,7 @@ class LocalModelServer:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 close_fds=True,
+                env=child_env(),
             )
         finally:
             log_file.close()

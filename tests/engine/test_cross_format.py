@@ -232,3 +232,27 @@ async def test_engine_runs_on_the_in_process_fake_and_records_every_prompt():
     # FakeLLM's default reply says "立场变化：无": both sides stand still, so round 2 ends the duel
     assert len(fake.calls) == 2 * 2 + 1
     assert [e.status for e in sink.of(ev.Status)] == ["running", "done"]
+
+
+async def test_a_provider_that_cannot_start_fails_the_debate_with_its_reason():
+    from debates.engine import ClientPool, run_debate
+    from debates.engine.events import Finished, ListSink
+    from debates.engine.spec import DebateSpec, PersonaSpec, SeatSpec
+    from debates.providers.base import ProviderUnavailable
+    from debates.testing.fake_llm import FakeLLM
+
+    class Broken(FakeLLM):
+        async def ensure_ready(self, on_status=None):
+            await on_status("loading model")
+            raise ProviderUnavailable("the local model server did not start: out of memory")
+
+    spec = DebateSpec(
+        question="念佛与参禅？",
+        format="duel",
+        seats=[SeatSpec(PersonaSpec("a", "甲")), SeatSpec(PersonaSpec("b", "乙"))],
+    )
+    sink = ListSink()
+    client = Broken()
+    assert await run_debate(spec, ClientPool(client), sink) == "failed"
+    assert sink.of(Finished)[-1].reason == "the local model server did not start: out of memory"
+    assert client.calls == []

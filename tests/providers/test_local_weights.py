@@ -213,3 +213,15 @@ def test_hub_download_is_off_by_default(tmp_path, monkeypatch):
     with pytest.raises(WeightsError, match="AGORA_ALLOW_MODEL_DOWNLOAD=1"):
         fetch_from_hub("owner/repo", "model.gguf", tmp_path)
     assert not os.listdir(tmp_path)
+
+
+def test_the_child_never_inherits_the_apps_port(monkeypatch):
+    """llama_cpp.server lets PORT/HOST override --port/--host: `make run PORT=8000` must not make
+    the model server try to bind the app's own port."""
+    from debates.providers.local import child_env
+
+    monkeypatch.setenv("PORT", "8200")
+    monkeypatch.setenv("HOST", "0.0.0.0")
+    monkeypatch.setenv("AGORA_KEEP_ME", "1")
+    env = child_env()
+    assert "PORT" not in env and "HOST" not in env and env["AGORA_KEEP_ME"] == "1"
