@@ -78,13 +78,12 @@ def domain_bridge(persona: PersonaSpec) -> str:
     return "请把你一贯的思考框架映射到这个问题所在的领域。"
 
 
-def stop_before(names: list[str]) -> list[str]:
-    """Stop sequences that end a turn if the model starts writing another speaker's lines.
+# A small model sometimes echoes the prompt's own headings after its speech: stop there.
+ECHO_STOPS = ("## 输出格式", "## 本轮规则")
 
-    OpenAI-compatible servers accept at most four stop strings.
-    """
-    stops = []
-    for name in names:
-        stops.append(f"\n{name}：")
-        stops.append(f"\n{name}:")
+
+def stop_before(names: list[str]) -> list[str]:
+    """Stop sequences that end a turn if the model starts writing another speaker's lines or
+    echoing the prompt. OpenAI-compatible servers accept at most four stop strings."""
+    stops = [f"\n{name}：" for name in names[:2]] + list(ECHO_STOPS)
     return stops[:4]
