@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from debates.models import ACTIVE_STATUSES, Debate, Provider, Seat
 from debates.rendering import strip_invisible
@@ -212,8 +213,10 @@ def running_limit_error(user) -> str:
     limit = settings.AGORA_MAX_RUNNING_PER_USER
     running = Debate.objects.filter(owner=user, status__in=ACTIVE_STATUSES).count()
     if running >= limit:
-        return _(
-            "You already have %(running)d debates running (the limit is %(limit)d). Stop one or wait for it to finish."
+        return ngettext(
+            "You already have %(running)d debate running (the limit is %(limit)d). Stop it or wait for it to finish.",
+            "You already have %(running)d debates running (the limit is %(limit)d). Stop one or wait for it to finish.",
+            running,
         ) % {"running": running, "limit": limit}
     return ""
 

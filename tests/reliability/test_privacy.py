@@ -177,7 +177,7 @@ def test_running_limit_refuses_a_new_debate_with_a_clear_message(db, alice, bob,
     response = client_for(alice).post("/debates/new/", form)
     assert response.status_code == 200
     errors = response.context["form"].non_field_errors()
-    message = "You already have 1 debates running (the limit is 1). Stop one or wait for it to finish."
+    message = "You already have 1 debate running (the limit is 1). Stop it or wait for it to finish."
     assert list(errors) == [message]
     assert message in response.content.decode()
     assert Debate.objects.count() == before and no_runs == []
@@ -195,7 +195,7 @@ def test_running_limit_also_holds_for_resume(db, alice, no_runs):
     failed = make_debate(alice, "Failed earlier?", status="failed")
     owner = client_for(alice)
     response = owner.post(f"/debates/{failed.pk}/resume/", follow=True)
-    assert "You already have 1 debates running" in response.content.decode()
+    assert "You already have 1 debate running" in response.content.decode()
     failed.refresh_from_db()
     assert failed.status == "failed" and no_runs == []
 
