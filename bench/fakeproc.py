@@ -26,18 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-ZH = [
-    "我的看法有所不同。",
-    "证据指向两个方向。",
-    "想一想出错的代价。",
-    "历史上有一个有用的先例。",
-    "这个假设值得仔细推敲。",
-    "我们目标一致，方法不同。",
-    "举一个具体的例子。",
-    "经论里对此早有分辨。",
-    "修行要落在日用之中。",
-    "先把概念分清楚再谈取舍。",
-]
+from debates.testing.fake_openai import ZH_SENTENCES  # noqa: E402
+
+# The fake server's own sentences, plus three that duel-length replies need for variety.
+ZH = [*ZH_SENTENCES, "经论里对此早有分辨。", "修行要落在日用之中。", "先把概念分清楚再谈取舍。"]
 
 
 def reply_text(body: dict, tokens: int) -> str:

@@ -61,12 +61,6 @@ def provider_client(provider, model: str = "") -> LLMClient:
     )
 
 
-def describe_default() -> str:
-    if settings.OPENAI_BASE_URL:
-        return f"{settings.OPENAI_BASE_URL} · {settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL}"
-    return "local · Qwen2.5-Coder-1.5B-Instruct (llama.cpp)"
-
-
 def seat_key(provider, model: str) -> str | None:
     if provider is None and not model:
         return None

@@ -59,6 +59,7 @@ class Status(models.TextChoices):
 
 
 ACTIVE_STATUSES = (Status.QUEUED, Status.LOADING, Status.RUNNING)
+FINAL_STATUSES = (Status.DONE, Status.FAILED, Status.STOPPED, Status.REFUSED)
 
 
 def new_share_token() -> str:

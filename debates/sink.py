@@ -25,7 +25,7 @@ from django.utils import timezone
 from debates import frames
 from debates.engine import events as ev
 from debates.leases import LeaseLost
-from debates.models import Debate, Report, Status, Turn
+from debates.models import FINAL_STATUSES, Debate, Report, Status, Turn
 from debates.providers.base import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class DjangoSink:
         now = timezone.now()
         if status == Status.RUNNING:
             fields["started_at"] = now
-        if status in FINAL.values():
+        if status in FINAL_STATUSES:
             fields["finished_at"] = now
         if status in (Status.DONE, Status.STOPPED, Status.FAILED):
             self._mark_running_turns(status)

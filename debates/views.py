@@ -19,10 +19,8 @@ from django_htmx.http import HttpResponseClientRefresh
 from debates import frames, runner, suggestions
 from debates.access import can_control, viewable_debate
 from debates.forms import DebateForm, running_limit_error, save_debate
-from debates.models import ACTIVE_STATUSES, Debate, Status, Turn
+from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Status, Turn
 from personas.models import Format, Library
-
-FINAL_STATUSES = (Status.DONE, Status.FAILED, Status.STOPPED, Status.REFUSED)
 
 
 def _visible_debates(request):

@@ -185,7 +185,7 @@ _EN_SENTENCES = [
     "A concrete example helps.",
     "Let me grant the strongest version of your point.",
 ]
-_ZH_SENTENCES = [
+ZH_SENTENCES = [
     "我的看法有所不同。",
     "证据指向两个方向。",
     "想一想出错的代价。",
@@ -213,7 +213,7 @@ def default_reply(request: dict[str, Any]) -> str:
     system = next((_content_text(m.get("content")) for m in messages if m.get("role") == "system"), "")
     last_user = next((_content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
     chinese = re.search(f"[{_CJK}]", system + last_user) is not None
-    pool = _ZH_SENTENCES if chinese else _EN_SENTENCES
+    pool = ZH_SENTENCES if chinese else _EN_SENTENCES
     picked = [pool[b % len(pool)] for b in digest[:3]]
     joiner = "" if chinese else " "
     return f"[{digest.hex()[:6]}] " + joiner.join(picked)
