@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.core.management import call_command
+from django.test import override_settings
 
 from debates.testing.fake_openai import FakeOpenAIServer
 from tests.live import AgoraServer, prepare_database
@@ -57,3 +59,59 @@ def agora(tmp_path_factory, template_db, fake_llm_server):
     server = AgoraServer(tmp_path_factory.mktemp("agora"), fake_llm_server.base_url, template_db).start()
     yield server
     server.stop()
+
+
+# -- people and libraries (one definition for every suite) -----------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """Creating users is the slow part of many tests: hash their passwords cheaply."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def libraries(db):
+    call_command("load_libraries", verbosity=0)
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", password="pw-alice-123")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", password="pw-bob-123")
+
+
+@pytest.fixture
+def staff(django_user_model):
+    """Staff (may open the admin) without any permission."""
+    return django_user_model.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+
+
+@pytest.fixture
+def superuser(django_user_model):
+    return django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-123")
+
+
+# Small numbers keep fault tests fast: a hang fails after PROVIDER_TIMEOUT s per attempt, retries
+# back off from 10 ms (Retry-After from the server still wins over the backoff).
+PROVIDER_TIMEOUT = 0.4
+PROVIDER_RETRIES = 2
+PROVIDER_BACKOFF = 0.01
+
+
+@pytest.fixture
+def fast_llm(fake_llm):
+    """The fake server, with the default provider pointed at it and short timeouts/backoff."""
+    fake_llm.token_delay = 0.0
+    with override_settings(
+        OPENAI_BASE_URL=fake_llm.base_url,
+        AGORA_MODEL="fake-model",
+        AGORA_PROVIDER_TIMEOUT=PROVIDER_TIMEOUT,
+        AGORA_PROVIDER_RETRIES=PROVIDER_RETRIES,
+        AGORA_PROVIDER_BACKOFF=PROVIDER_BACKOFF,
+    ):
+        yield fake_llm

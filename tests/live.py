@@ -11,9 +11,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+POSTGRES = os.environ.get("AGORA_TEST_POSTGRES", "postgres://agora:agora@127.0.0.1:5432/postgres")
+REDIS = os.environ.get("AGORA_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
 def free_port() -> int:
@@ -22,9 +25,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-USERS = {"alice": "alice-password-1", "bob": "bob-password-1"}
+USERS = {"alice": "alice-password-1", "bob": "bob-password-1", "root": "root-password-1"}
 CREATE_USERS = "from django.contrib.auth.models import User\n" + "\n".join(
-    f"User.objects.create_user({name!r}, password={password!r})" for name, password in USERS.items()
+    f"User.objects.create_{'superuser' if name == 'root' else 'user'}({name!r}, password={password!r})"
+    for name, password in USERS.items()
 )
 
 
@@ -129,3 +133,29 @@ class AgoraWorker(AgoraServer):
             "--health-port",
             str(self.port),
         ]
+
+
+def postgres_database(prefix: str = "agora_test"):
+    """A fresh database on the PostgreSQL server that `bin/start-services` starts: returns the
+    admin connection (drop the database with it when done), the name and the URL. Skips outside
+    CI when the server is not there; fails under CI."""
+    from tests.conftest import require_or_skip
+
+    try:
+        import psycopg
+
+        admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
+    except Exception as error:  # noqa: BLE001 - any failure means "no server here"
+        require_or_skip(False, f"PostgreSQL is not reachable at {POSTGRES} ({error}); run bin/start-services")
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    return admin, name, POSTGRES.rsplit("/", 1)[0] + f"/{name}"
+
+
+def redis_ok() -> bool:
+    try:
+        import redis
+
+        return redis.Redis.from_url(REDIS, socket_connect_timeout=2).ping()
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,66 +1,21 @@
-"""Fixtures for the reliability and privacy suites: loaded libraries, three users, fast provider
-settings against the fake OpenAI server, and helpers that recompute the token ledger from what the
-fake server itself recorded."""
+"""Helpers for the reliability and privacy suites: recompute the token ledger from what the fake
+server itself recorded, and wait for a debate's status. (Users, libraries and `fast_llm` live in
+tests/conftest.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-import pytest
 from channels.db import database_sync_to_async
-from django.core.management import call_command
-from django.test import override_settings
 
 from debates.providers.base import estimate_messages_tokens, estimate_tokens
 from debates.testing.fake_openai import RecordedRequest
+from tests.conftest import PROVIDER_BACKOFF as BACKOFF  # noqa: F401 - the suites import it from here
+from tests.conftest import PROVIDER_RETRIES as RETRIES  # noqa: F401
+from tests.conftest import PROVIDER_TIMEOUT as TIMEOUT  # noqa: F401
 
-# Small numbers keep the suite fast: a hang fails after TIMEOUT s per attempt, retries back off
-# from 10 ms. (Retry-After from the server still wins over the backoff.)
-TIMEOUT = 0.4
-RETRIES = 2
-BACKOFF = 0.01
 FINAL = ("done", "failed", "stopped", "refused")
-
-
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Creating users is the slow part of these tests: hash their passwords cheaply."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def libraries(db):
-    call_command("load_libraries", verbosity=0)
-
-
-@pytest.fixture
-def alice(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-def bob(django_user_model):
-    return django_user_model.objects.create_user("bob", password="pw-bob-123")
-
-
-@pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("staff", password="pw-staff-123", is_staff=True)
-
-
-@pytest.fixture
-def fast_llm(fake_llm):
-    """The fake server, with the default provider pointed at it and short timeouts/backoff."""
-    fake_llm.token_delay = 0.0
-    with override_settings(
-        OPENAI_BASE_URL=fake_llm.base_url,
-        AGORA_MODEL="fake-model",
-        AGORA_PROVIDER_TIMEOUT=TIMEOUT,
-        AGORA_PROVIDER_RETRIES=RETRIES,
-        AGORA_PROVIDER_BACKOFF=BACKOFF,
-    ):
-        yield fake_llm
 
 
 class NthTurn:

@@ -32,7 +32,7 @@ from tests.live import USERS, AgoraServer
 from tests.security.conftest import PLAIN_A, PLAIN_B, english_client
 
 KEY = "sk-agora-SECRET-0123456789abcdef"
-KEY_VAR = "AGORA_SECURITY_TEST_KEY"
+KEY_VAR = "AGORA_SECURITY_TEST_API_KEY"
 # The key, and enough of it to recognise a partial leak (a prefix-stripped or truncated copy).
 NEEDLES = (KEY, KEY.removeprefix("sk-"), "SECRET-0123456789abcdef", "0123456789abcdef")
 
@@ -84,7 +84,7 @@ def echoes(marker: str):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_key_appears_nowhere(keyed, key_in_environment, everything_logged, plain_library, alice, staff):
+async def test_the_key_appears_nowhere(keyed, key_in_environment, everything_logged, plain_library, alice, superuser):
     # The keyed server quotes the key back: in a 401, in a 400 (the turn fails) and in a 500 (retried).
     keyed.inject(Fault.server_error(401, f"Incorrect API key provided: {KEY}"), times=None, when=echoes("case-401"))
     keyed.inject(Fault.server_error(400, f"Invalid request from key {KEY}"), times=None, when=echoes("case-echo"))
@@ -131,7 +131,7 @@ async def test_the_key_appears_nowhere(keyed, key_in_environment, everything_log
         texts["database (dumpdata)"] = dump.getvalue()
         texts["turn errors"] = "\n".join(Turn.objects.values_list("error", flat=True))
         texts["status details"] = "\n".join(Debate.objects.values_list("status_detail", flat=True))
-        owner, admin = english_client(alice), english_client(staff)
+        owner, admin = english_client(alice), english_client(superuser)
         urls = ["/", "/admin/", "/admin/debates/provider/", "/admin/debates/debate/", "/admin/debates/turn/"]
         urls += [f"/admin/debates/provider/{pk}/change/" for pk in Provider.objects.values_list("pk", flat=True)]
         urls += [f"/admin/debates/turn/{pk}/change/" for pk in Turn.objects.values_list("pk", flat=True)]
@@ -166,8 +166,8 @@ async def test_the_key_appears_nowhere(keyed, key_in_environment, everything_log
 
 
 @pytest.mark.django_db
-def test_a_provider_stores_the_variable_name_never_the_key(staff, key_in_environment):
-    admin = english_client(staff)
+def test_a_provider_stores_the_variable_name_never_the_key(superuser, key_in_environment):
+    admin = english_client(superuser)
     form = {"name": "deepseek", "base_url": "https://api.example.com/v1", "default_model": "m"}
     form |= {"concurrency": "4", "timeout": "120"}
     response = admin.post("/admin/debates/provider/add/", form | {"api_key_env": KEY})

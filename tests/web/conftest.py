@@ -6,8 +6,8 @@ from tests.conftest import CHROMIUM, CHROMIUM_ARGS, require_or_skip
 
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw-alice-123")
+def user(alice):
+    return alice
 
 
 @pytest.fixture
@@ -28,6 +28,8 @@ async def browser_page():
         page = await context.new_page()
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
+        # Whatever the Content-Security-Policy refuses is a bug of ours (an inline script or style).
+        page.on("console", lambda m: "Content Security Policy" in m.text and errors.append(m.text))
         yield page
         await browser.close()
-        assert not errors, f"JavaScript errors on the page: {errors}"
+        assert not errors, f"JavaScript errors or CSP violations on the page: {errors}"

@@ -7,43 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 import pytest
 
 from tests.conftest import require_or_skip
-from tests.live import AgoraServer, AgoraWorker, prepare_database
+from tests.live import REDIS, AgoraServer, AgoraWorker, postgres_database, prepare_database, redis_ok
 from tests.web.browser import assert_exactly_once, export, log_in, observe_stream, start
-
-POSTGRES = os.environ.get("AGORA_TEST_POSTGRES", "postgres://agora:agora@127.0.0.1:5432/postgres")
-REDIS = os.environ.get("AGORA_TEST_REDIS", "redis://127.0.0.1:6379/0")
-
-
-def _postgres_database():
-    try:
-        import psycopg
-
-        admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
-    except Exception as error:  # noqa: BLE001 - any failure means "no server here"
-        require_or_skip(False, f"PostgreSQL is not reachable at {POSTGRES} ({error}); run bin/start-services")
-    name = f"agora_scale_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    return admin, name, POSTGRES.rsplit("/", 1)[0] + f"/{name}"
-
-
-def _redis_ok() -> bool:
-    try:
-        import redis
-
-        return redis.Redis.from_url(REDIS, socket_connect_timeout=2).ping()
-    except Exception:  # noqa: BLE001
-        return False
 
 
 @pytest.fixture
 def cluster(tmp_path, fake_llm):
-    require_or_skip(_redis_ok(), f"Redis is not reachable at {REDIS}; run bin/start-services")
-    admin, name, url = _postgres_database()
+    require_or_skip(redis_ok(), f"Redis is not reachable at {REDIS}; run bin/start-services")
+    admin, name, url = postgres_database("agora_scale")
     env = {"REDIS_URL": REDIS, "AGORA_RUNNER": "worker", "AGORA_HEARTBEAT": "0.3", "AGORA_LEASE_SECONDS": "2"}
     prepare_database(url, {**os.environ, **env})
     processes = []
