@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps services clean local-model
+.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps services clean local-model messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ superuser: venv
 test: dev-venv local-model
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# After changing user-facing strings: refresh both catalogues (translate the new zh_Hans entries),
+# then compile them (the .mo files are committed).
+messages: venv
+	$(BIN)/python manage.py makemessages -l zh_Hans -l en --ignore=.venv --ignore=tests --ignore=bench
+	$(BIN)/python manage.py compilemessages --ignore=.venv
 
 lint: dev-venv
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -13,11 +13,24 @@ from django.utils.translation import gettext_lazy as _
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
 def env_bool(name: str, default: bool) -> bool:
+    """A yes/no variable. A value that is neither (DEBUG=flase) stops start-up with the reason, as
+    a typo must not silently mean "off" (or "on") for a security setting."""
     value = os.environ.get(name)
     if value is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"{name}={value!r}: use one of 1/0, true/false, yes/no, on/off")
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -30,11 +43,34 @@ SECRET_KEY = os.environ.get("SECRET_KEY", DEFAULT_SECRET_KEY)
 DEBUG = env_bool("DEBUG", True)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
-# Behind a TLS-terminating reverse proxy that sets X-Forwarded-Proto: trust it, send cookies
-# over HTTPS only.
-if env_bool("BEHIND_HTTPS_PROXY", False):
+# Behind a TLS-terminating reverse proxy that sets X-Forwarded-Proto: trust it, send cookies over
+# HTTPS only, redirect plain HTTP (but the health probe) and tell browsers to stay on HTTPS (HSTS).
+BEHIND_HTTPS_PROXY = env_bool("BEHIND_HTTPS_PROXY", False)
+if BEHIND_HTTPS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    # Preloading commits the whole domain to HTTPS in browsers for months: the operator's call.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# A Content-Security-Policy on every response, in development too (so an inline script fails in
+# the tests, not in production). No inline script or style anywhere; the live page's WebSocket
+# is same-origin ('self' covers ws:/wss: of this host). The setting has the shape of Django 6's
+# SECURE_CSP, whose middleware replaces ours there (agora/security.py).
+SECURE_CSP = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "connect-src": ["'self'"],
+    "font-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "frame-ancestors": ["'none'"],
+    "form-action": ["'self'"],
+}
 
 INSTALLED_APPS = [
     # daphne first: its runserver replaces Django's, so development serves ASGI and WebSockets.
@@ -57,6 +93,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agora.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -190,6 +227,17 @@ TASKS = {
 # AGORA_LEASE_SECONDS is stale and another worker resumes the debate.
 AGORA_HEARTBEAT = float(os.environ.get("AGORA_HEARTBEAT", "2"))
 AGORA_LEASE_SECONDS = float(os.environ.get("AGORA_LEASE_SECONDS", "15"))
-# How many debates one user may have running at once.
+# How many debates one user may have running at once (new, resumed, retried or continued).
 AGORA_MAX_RUNNING_PER_USER = int(os.environ.get("AGORA_MAX_RUNNING_PER_USER", "3"))
+# Which environment variables a Provider row may name as its key: shell-style patterns, each
+# optionally bound to hosts ("DEEPSEEK_API_KEY@api.deepseek.com"). Django's own secrets are
+# never allowed, whatever the patterns say (debates/provider_keys.py).
+AGORA_PROVIDER_KEY_VARS = env_list("AGORA_PROVIDER_KEY_VARS", "*_API_KEY")
+# Live-page WebSockets open at once, per signed-in user (or per address for visitors without an
+# account) and per debate, in each web process. Past the cap a socket is closed with code 4429.
+AGORA_WS_PER_USER = int(os.environ.get("AGORA_WS_PER_USER", "20"))
+AGORA_WS_PER_DEBATE = int(os.environ.get("AGORA_WS_PER_DEBATE", "500"))
+# The longest one turn may take, start to end, whatever the server streams meanwhile: past it the
+# turn fails (keeping its text) and can be retried.
+AGORA_TURN_DEADLINE = float(os.environ.get("AGORA_TURN_DEADLINE", "600"))
 AGORA_CACHE_DIR = Path(os.environ.get("AGORA_CACHE_DIR", Path.home() / ".cache" / "agora"))

@@ -1,34 +1,66 @@
-"""Who may see a debate: its owner, staff, anyone for an ownerless (command-line) debate, and a
-visitor who opened the owner's share link while it is shared. Everyone else gets a 404, over
-HTTP, exports and the WebSocket alike, so a private debate's existence is not revealed either.
+"""Who may see and control a debate.
 
-Opening the share link (`?share=<token>`) records the grant in the visitor's session, so the
-export links and the WebSocket work without carrying the token.
+- Its owner sees and controls it.
+- Holders of the `debates.view_all_debates` permission (and superusers) see every debate and
+  control the ownerless ones (started at the terminal); being staff alone grants nothing.
+- A visitor with the owner's current share link sees it, read-only, while it is shared.
+Everyone else gets a 404, over HTTP, exports and the WebSocket alike, so a private debate's
+existence is not revealed either.
+
+Opening the share link (`?share=<token>`) records the grant, with its token, in the visitor's
+session, so the export links and the WebSocket work without carrying it; a grant whose token is no
+longer the debate's (revoked, or shared again under a new link) is worth nothing.
 """
 
+from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils.translation import gettext as _
 
 from debates.models import Debate
 
-SESSION_KEY = "agora_shared_debates"
+SESSION_KEY = "agora_share_grants"
+VIEW_ALL = "debates.view_all_debates"
 
 
-def can_view(user, debate: Debate, share_token: str | None = None, granted=()) -> bool:
-    if debate.owner_id is None:
-        return True
-    if user is not None and user.is_authenticated and (user.pk == debate.owner_id or user.is_staff):
-        return True
+def _signed_in(user) -> bool:
+    return user is not None and user.is_authenticated
+
+
+def sees_everything(user) -> bool:
+    return _signed_in(user) and user.has_perm(VIEW_ALL)
+
+
+def is_owner(user, debate: Debate) -> bool:
+    return _signed_in(user) and debate.owner_id is not None and user.pk == debate.owner_id
+
+
+def by_share(debate: Debate, share_token: str | None = None, grants=None) -> bool:
     if not debate.shared:
         return False
-    return bool(share_token and share_token == debate.share_token) or debate.pk in granted
+    if share_token and share_token == debate.share_token:
+        return True
+    return bool(grants) and grants.get(str(debate.pk)) == debate.share_token
+
+
+def can_view(user, debate: Debate, share_token: str | None = None, grants=None) -> bool:
+    return is_owner(user, debate) or sees_everything(user) or by_share(debate, share_token, grants)
 
 
 def can_control(user, debate: Debate) -> bool:
-    """Stop, resume, answer the checkpoint, share: the owner (or staff) only."""
+    """Stop, resume, retry, answer the checkpoint, share."""
     if debate.owner_id is None:
-        return True
-    return user is not None and user.is_authenticated and (user.pk == debate.owner_id or user.is_staff)
+        return sees_everything(user)
+    return is_owner(user, debate) or (_signed_in(user) and user.is_superuser)
+
+
+def visible_debates(user) -> QuerySet:
+    """The debates a user's home page lists: their own, or every one with the permission."""
+    debates = Debate.objects.all()
+    if sees_everything(user):
+        return debates
+    if _signed_in(user):
+        return debates.filter(Q(owner=user))
+    return debates.none()
 
 
 def _user_and_session(scope_or_request):
@@ -39,10 +71,17 @@ def _user_and_session(scope_or_request):
 
 def viewable_debate(scope_or_request, debate_id: int, share_token: str | None = None) -> Debate:
     user, session = _user_and_session(scope_or_request)
-    granted = set(session.get(SESSION_KEY, [])) if session is not None else set()
+    grants = dict(session.get(SESSION_KEY, {})) if session is not None else {}
     debate = Debate.objects.filter(pk=debate_id).first()
-    if debate is None or not can_view(user, debate, share_token, granted):
+    if debate is None or not can_view(user, debate, share_token, grants):
         raise Http404(_("No such debate."))
-    if share_token and share_token == debate.share_token and session is not None and debate.pk not in granted:
-        session[SESSION_KEY] = sorted(granted | {debate.pk})
+    if share_token and share_token == debate.share_token and session is not None:
+        if grants.get(str(debate.pk)) != share_token:
+            session[SESSION_KEY] = {**grants, str(debate.pk): share_token}
     return debate
+
+
+def via_share_only(scope_or_request, debate: Debate) -> bool:
+    """Whether this viewer sees the debate only thanks to its share link (so revoking ends it)."""
+    user, _session = _user_and_session(scope_or_request)
+    return not (is_owner(user, debate) or sees_everything(user))

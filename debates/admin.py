@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from debates import provider_keys
 from debates.models import Debate, Provider, Report, Seat, Turn
 
 
@@ -21,6 +22,15 @@ class ProviderAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        form.base_fields["api_key_env"].help_text = _(
+            "Name of the environment variable holding the key, never the key. This server allows: "
+            "%(allowed)s (set by AGORA_PROVIDER_KEY_VARS). Never allowed: SECRET_KEY, DATABASE_URL, "
+            "REDIS_URL or any other secret of this server, since the key is sent to the base URL above."
+        ) % {"allowed": provider_keys.describe_allowed()}
+        return form
 
 
 class SeatInline(admin.TabularInline):

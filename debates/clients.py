@@ -12,8 +12,9 @@ import threading
 
 from django.conf import settings
 
+from debates import provider_keys
 from debates.engine.turns import ClientPool
-from debates.providers.base import LLMClient
+from debates.providers.base import LLMClient, ProviderUnavailable
 from debates.providers.openai_compat import OpenAICompatibleClient
 
 DEFAULT_REMOTE_MODEL = "gpt-4o-mini"
@@ -47,10 +48,28 @@ def default_client(model: str = "") -> LLMClient:
     return local_client()
 
 
+class RefusedClient(LLMClient):
+    """Stands in for a provider that may not be called (its key variable is refused): the debate
+    fails before any request with the reason, and no key is ever read."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__()
+        self.name, self.reason = name, reason
+
+    async def ensure_ready(self, on_status=None) -> None:
+        raise ProviderUnavailable(f"{self.name}: {self.reason}")
+
+    def stream(self, messages, **kwargs):
+        raise ProviderUnavailable(f"{self.name}: {self.reason}")
+
+
 def provider_client(provider, model: str = "") -> LLMClient:
+    key, refused = provider_keys.read(provider.api_key_env, provider.base_url)
+    if refused:
+        return RefusedClient(provider.name, refused)
     return OpenAICompatibleClient(
         provider.base_url,
-        os.environ.get(provider.api_key_env) if provider.api_key_env else None,
+        key,
         model or provider.default_model,
         name=provider.name,
         concurrency=provider.concurrency,

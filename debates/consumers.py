@@ -3,27 +3,91 @@
 Order matters: join the group *first*, then read the debate's state. Every frame is sent after
 its change committed, so any frame this consumer was not yet subscribed for is already in what it
 reads; frames numbered at or below that read are dropped, the rest forwarded: no gap, no repeat.
+
+Close codes the page explains (static/js/agora.js): 4404 no such debate (or not yours), 4403 the
+share link was revoked, 4429 too many open live views (per viewer and per debate, per process).
 """
 
+from collections import Counter
 from urllib.parse import parse_qs
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
 from django.http import Http404
 
 from debates import frames
-from debates.access import viewable_debate
+from debates.access import via_share_only, viewable_debate
+
+NOT_FOUND, REVOKED, TOO_MANY = 4404, 4403, 4429
+
+
+class SocketCounts:
+    """Live sockets open in this process, per viewer and per debate. Consumers run on one event
+    loop, so plain counters suffice."""
+
+    def __init__(self) -> None:
+        self.viewers: Counter = Counter()
+        self.debates: Counter = Counter()
+
+    def take(self, viewer: str, debate_id: int) -> bool:
+        if (
+            self.viewers[viewer] >= settings.AGORA_WS_PER_USER
+            or self.debates[debate_id] >= settings.AGORA_WS_PER_DEBATE
+        ):
+            return False
+        self.viewers[viewer] += 1
+        self.debates[debate_id] += 1
+        return True
+
+    def give_back(self, viewer: str, debate_id: int) -> None:
+        for counter, key in ((self.viewers, viewer), (self.debates, debate_id)):
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
+
+
+counts = SocketCounts()
+
+
+def viewer_key(scope) -> str:
+    """A signed-in user is one viewer however many tabs; visitors without an account count per
+    address (behind a proxy, run daphne with --proxy-headers so this is the client's)."""
+    user = scope.get("user")
+    if user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    client = scope.get("client") or ("unknown",)
+    return f"addr:{client[0]}"
+
+
+def close_shared_sockets(debate_id: int) -> None:
+    """Revoking a share link ends the live views opened through it (from a view: sync)."""
+    async_to_sync(get_channel_layer().group_send)(f"debate-{debate_id}", {"type": "debate.revoked"})
 
 
 class DebateConsumer(AsyncWebsocketConsumer):
+    counted = False
+
     async def connect(self):
         self.debate_id = int(self.scope["url_route"]["kwargs"]["debate_id"])
         query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
-            await database_sync_to_async(viewable_debate)(self.scope, self.debate_id, query.get("share", [None])[0])
+            debate = await database_sync_to_async(viewable_debate)(
+                self.scope, self.debate_id, query.get("share", [None])[0]
+            )
         except Http404:
-            await self.close(code=4404)
+            await self.close(code=NOT_FOUND)
             return
+        self.shared_only = via_share_only(self.scope, debate)
+        self.viewer = viewer_key(self.scope)
+        if not counts.take(self.viewer, self.debate_id):
+            # Accepted first so the browser sees the code (a refused handshake has none).
+            await self.accept()
+            await self.close(code=TOO_MANY)
+            return
+        self.counted = True
         self.group = f"debate-{self.debate_id}"
         self.seen = _int(query.get("after", ["-1"])[0])
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -40,6 +104,9 @@ class DebateConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.counted:
+            self.counted = False
+            counts.give_back(self.viewer, self.debate_id)
 
     async def debate_frame(self, event):
         if event["seq"] <= self.seen:
@@ -52,6 +119,10 @@ class DebateConsumer(AsyncWebsocketConsumer):
             return
         self.seen = event["seq"]
         await self.send(text_data=event["html"])
+
+    async def debate_revoked(self, event):
+        if self.shared_only:
+            await self.close(code=REVOKED)
 
     async def receive(self, text_data=None, bytes_data=None):
         """The page sends nothing the server acts on; forms go through HTTP views."""

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from django import forms
-from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
-from debates.models import ACTIVE_STATUSES, Debate, Provider, Seat
+from debates.models import Debate, Provider, Seat
 from debates.rendering import strip_invisible
 from personas.models import MAX_ROUNDS, Format, Library, Persona
 
@@ -86,9 +84,8 @@ class DebateForm(forms.Form):
         help_text=_("One per line: slug = model, or slug = provider/model."),
     )
 
-    def __init__(self, *args, user=None, **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.user = user
         self.fields["personas"].choices = persona_choices()
 
     def clean_topic(self):
@@ -124,9 +121,6 @@ class DebateForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        limit_error = running_limit_error(self.user)
-        if limit_error:
-            raise forms.ValidationError(limit_error)
         fmt = data.get("format")
         personas = data.get("personas")
         if not fmt or personas is None:
@@ -137,7 +131,7 @@ class DebateForm(forms.Form):
             self.add_error("mode", _("This format has no mode “%(mode)s”.") % {"mode": mode})
             return data
         self._check_seats(fmt, mode, personas)
-        self._check_rounds(fmt, data.get("rounds"))
+        self._check_rounds(fmt, data.get("rounds"), personas)
         data["position_map"] = self._check_positions(fmt, mode, personas, data.get("positions", ""))
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         return data
@@ -158,15 +152,18 @@ class DebateForm(forms.Form):
                 % {"fmt": fmt, "bounds": bounds, "count": count},
             )
 
-    def _check_rounds(self, fmt, rounds):
+    def _check_rounds(self, fmt, rounds, personas):
         if rounds is None:
             return
         if fmt in ("panel", "roundtable"):
             self.add_error("rounds", _("This format sets its own rounds; leave Rounds empty."))
         elif fmt == "duel":
-            maximum = max((lib.max_rounds for lib in Library.objects.filter(format="duel")), default=MAX_ROUNDS)
+            # The seated masters' own library decides (the engine runs on its protocol); with
+            # nobody chosen, the strictest duel library does, since any of them may be paired.
+            libraries = {p.library for p in personas} or set(Library.objects.filter(format="duel"))
+            maximum = min((lib.max_rounds for lib in libraries), default=MAX_ROUNDS)
             if rounds > maximum:
-                self.add_error("rounds", _("A duel has at most %(max)d rounds.") % {"max": maximum})
+                self.add_error("rounds", _("A duel in this library has at most %(max)d rounds.") % {"max": maximum})
         elif fmt == "moderated" and rounds > MODERATED_MAX_ROUNDS:
             self.add_error(
                 "rounds", _("A moderated debate has at most %(max)d rounds.") % {"max": MODERATED_MAX_ROUNDS}
@@ -204,21 +201,6 @@ class DebateForm(forms.Form):
                 return {}
             result[slug] = (provider, model)
         return result
-
-
-def running_limit_error(user) -> str:
-    """The per-user cap on debates running at once (AGORA_MAX_RUNNING_PER_USER)."""
-    if user is None or not user.is_authenticated:
-        return ""
-    limit = settings.AGORA_MAX_RUNNING_PER_USER
-    running = Debate.objects.filter(owner=user, status__in=ACTIVE_STATUSES).count()
-    if running >= limit:
-        return ngettext(
-            "You already have %(running)d debate running (the limit is %(limit)d). Stop it or wait for it to finish.",
-            "You already have %(running)d debates running (the limit is %(limit)d). Stop one or wait for it to finish.",
-            running,
-        ) % {"running": running, "limit": limit}
-    return ""
 
 
 OPTION_FIELDS = ("rounds", "mode", "research_budget", "no_interrupt", "evidence")

@@ -43,6 +43,7 @@ class Snapshot:
             "entries": self.entries,
             "report": self.report,
             "streaming_tokens": 0,
+            "show_internals": False,  # frames go to every viewer: no provider addresses
             **extra,
         }
 
@@ -62,6 +63,7 @@ def snapshot(debate_id: int) -> Snapshot:
 
 
 def part(name: str, **context) -> str:
+    context.setdefault("show_internals", False)  # frames go to every viewer: no provider addresses
     return render_to_string(f"{PARTS}#{name}", context)
 
 

@@ -7,6 +7,7 @@ stop and resume. `Debate.seq` numbers every visible change so a viewer can be ca
 import secrets
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -25,7 +26,10 @@ class Provider(models.Model):
         _("API key variable"),
         max_length=80,
         blank=True,
-        help_text=_("Name of the environment variable holding the key, e.g. DEEPSEEK_API_KEY. Never the key."),
+        help_text=_(
+            "Name of the environment variable holding the key, e.g. DEEPSEEK_API_KEY. Never the key. "
+            "Only names the server allows (AGORA_PROVIDER_KEY_VARS); never one of its own secrets."
+        ),
     )
     default_model = models.CharField(_("default model"), max_length=120)
     concurrency = models.PositiveSmallIntegerField(_("concurrent calls"), default=4)
@@ -45,6 +49,13 @@ class Provider(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.default_model})"
+
+    def clean(self):
+        from debates import provider_keys
+
+        why = provider_keys.problem(self.api_key_env, self.base_url)
+        if why:
+            raise ValidationError({"api_key_env": why})
 
 
 class Status(models.TextChoices):
@@ -101,6 +112,7 @@ class Debate(models.Model):
     class Meta:
         verbose_name = _("debate")
         verbose_name_plural = _("debates")
+        permissions = [("view_all_debates", _("Can see every debate, and control those without an owner"))]
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["owner", "-created_at"])]
         constraints = [

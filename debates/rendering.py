@@ -8,6 +8,7 @@ cannot visually disguise itself.
 
 from __future__ import annotations
 
+import html
 import re
 
 import markdown
@@ -78,3 +79,60 @@ def render_markdown(text: str) -> SafeString:
         strip_comments=True,
     )
     return mark_safe(clean)  # noqa: S308 - nh3 output is the sanitised form
+
+
+# -- text that leaves as a file (exports) -------------------------------------------------------
+
+_CODE = re.compile(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]+`)", re.DOTALL)
+_INLINE_LINK = re.compile(r"(\]\(\s*)(<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+_REFERENCE = re.compile(r"^(\s{0,3}\[[^\]\n]+\]:\s*)(\S+)", re.MULTILINE)
+_SAFE_DESTINATION = re.compile(r"^(https?:|mailto:|#|/|\.|[^:]*$)", re.IGNORECASE)
+
+
+def _safe_destination(match: re.Match) -> str:
+    destination = match.group(2)
+    # Renderers decode entities and ignore control characters in a destination: judge what they see.
+    seen = re.sub(r"[\x00-\x20]", "", html.unescape(destination.strip("<>"))).lower()
+    return match.group(1) + (destination if _SAFE_DESTINATION.match(seen) else "#unsafe-link-removed")
+
+
+def _inert_prose(text: str) -> str:
+    text = text.replace("<", "&lt;")  # no tag, comment or autolink can open; `>` quotes stay quotes
+    text = _INLINE_LINK.sub(_safe_destination, text)
+    return _REFERENCE.sub(_safe_destination, text)
+
+
+def inert_markdown(text: str) -> str:
+    """Markdown for a file the user opens elsewhere: what our pages show, whatever renders it. Raw
+    HTML outside code becomes visible text, links other than http(s)/mailto/relative lose their
+    destination, invisible controls go; code spans and fences are kept as written."""
+    parts = _CODE.split(strip_invisible(text or ""))
+    return "".join(part if i % 2 else _inert_prose(part) for i, part in enumerate(parts))
+
+
+def strip_invisible_deep(value):
+    """Every string in a JSON-able structure, without invisible controls."""
+    if isinstance(value, str):
+        return strip_invisible(value)
+    if isinstance(value, dict):
+        return {strip_invisible(k): strip_invisible_deep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strip_invisible_deep(v) for v in value]
+    return value
+
+
+# -- what a viewer who is not staff learns about the servers behind Agora -------------------------
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s,;)\]\"'<>]+", re.IGNORECASE)
+
+
+def redact_urls(text: str, replacement: str) -> str:
+    """Provider errors name the server's address (useful to staff, not to everyone who sees a
+    debate): replace every URL in `text`."""
+
+    def replace(match: re.Match) -> str:
+        url = match.group(0)
+        tail = len(url) - len(url.rstrip(".:!?"))  # sentence punctuation after the address stays
+        return replacement + (url[-tail:] if tail else "")
+
+    return _URL.sub(replace, text or "")

@@ -12,12 +12,14 @@ import contextvars
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 
-from debates import clients, leases
+from debates import clients, leases, running_limit
 from debates.engine import events as ev
 from debates.engine import run_debate
 from debates.engine.budget import Ledger
@@ -65,7 +67,7 @@ def options_from(data: dict) -> Options:
 def build_spec(debate: Debate) -> DebateSpec:
     libraries = Library.objects.filter(format=debate.format)
     pool_rows = list(Persona.objects.filter(library__in=libraries))
-    seats = list(debate.seats.select_related("persona", "provider"))
+    seats = list(debate.seats.select_related("persona__library", "provider"))
     seated = [s.persona for s in seats]
     everyone = {p.pk: p for p in [*pool_rows, *seated]}
     slugs = [p.slug for p in everyone.values()]
@@ -74,7 +76,8 @@ def build_spec(debate: Debate) -> DebateSpec:
     )
     host_kind = {"panel": "host", "moderated": "moderator"}.get(debate.format)
     host = next((p for p in pool_rows if host_kind and p.kind == host_kind), None)
-    library = libraries.first()
+    # The protocol (rounds, limits) is the seated personas' library's, else the format's first.
+    library = seated[0].library if seated else libraries.first()
     completed = {
         t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
         for t in debate.turns.filter(state=Turn.State.DONE)
@@ -98,6 +101,7 @@ def build_spec(debate: Debate) -> DebateSpec:
         protocol=dict(library.protocol) if library else {},
         completed=completed,
         checkpoint_reply=debate.checkpoint_reply,
+        turn_deadline=settings.AGORA_TURN_DEADLINE,
     )
 
 
@@ -257,15 +261,32 @@ def attach_to_daphne() -> bool:
     return True
 
 
-def start(debate: Debate) -> None:
-    """Run a new debate, or resume one: here, or on a worker through the Tasks API."""
-    Debate.objects.filter(pk=debate.pk).update(status=Status.QUEUED, status_detail="", stop_requested=False)
+def start(debate: Debate, **changes) -> None:
+    """Run a debate again (Resume, Retry turn, Continue at the checkpoint with `changes` such as
+    the user's reply): admitted under its owner's running limit, then handed to its runner.
+    Raises RunningLimitReached, changing nothing. Call it outside any transaction."""
+    running_limit.admit(debate, **changes)
+    dispatch(debate.pk)
+
+
+def start_new(create: Callable[[], Debate]) -> Debate:
+    """Create a debate with `create()` and admit it in the same transaction, so two requests of one
+    owner cannot both pass the limit; then hand it to its runner."""
+    with transaction.atomic():
+        debate = create()
+        running_limit.admit(debate)
+    dispatch(debate.pk)
+    return debate
+
+
+def dispatch(debate_id: int) -> None:
+    """Hand an admitted debate to whoever runs debates: here, or a worker through the Tasks API."""
     if settings.AGORA_RUNNER == "worker":
         from debates.tasks import run_debate_task
 
-        run_debate_task.enqueue(debate.pk)
+        run_debate_task.enqueue(debate_id)
     else:
-        runner.start(debate.pk)
+        runner.start(debate_id)
 
 
 def stop(debate: Debate) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -16,25 +15,23 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import frames, runner, suggestions
-from debates.access import can_control, viewable_debate
-from debates.forms import DebateForm, running_limit_error, save_debate
-from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Status, Turn
+from debates import consumers, frames, runner, suggestions
+from debates.access import can_control, viewable_debate, visible_debates
+from debates.forms import DebateForm, save_debate
+from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Status, Turn, new_share_token
+from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
+from debates.running_limit import RunningLimitReached
 from personas.models import Format, Library
 
 
-def _visible_debates(request):
-    debates = Debate.objects.all()
-    if request.user.is_authenticated and request.user.is_staff:
-        return debates
-    if request.user.is_authenticated:
-        return debates.filter(Q(owner=request.user) | Q(owner__isnull=True))
-    return debates.filter(owner__isnull=True)
+def shows_internals(user) -> bool:
+    """Staff see provider addresses in errors; everyone else sees "the provider"."""
+    return bool(user and user.is_authenticated and user.is_staff)
 
 
 @require_GET
 def home(request):
-    debates = _visible_debates(request)
+    debates = visible_debates(request.user)
     q = request.GET.get("q", "").strip()
     fmt = request.GET.get("format", "")
     status = request.GET.get("status", "")
@@ -62,11 +59,14 @@ def home(request):
 @login_required
 def new(request):
     if request.method == "POST":
-        form = DebateForm(request.POST, user=request.user)
+        form = DebateForm(request.POST)
         if form.is_valid():
-            debate = save_debate(form, owner=request.user)
-            runner.start(debate)
-            return redirect(debate)
+            try:
+                debate = runner.start_new(lambda: save_debate(form, owner=request.user))
+            except RunningLimitReached as refusal:
+                form.add_error(None, str(refusal))
+            else:
+                return redirect(debate)
     else:
         form = DebateForm(initial={"topic": request.GET.get("topic", "")})
     return render(request, "debates/new.html", {"form": form})
@@ -89,6 +89,7 @@ def live(request, pk):
         live=snap.debate.status not in FINAL_STATUSES,
         can_control=can_control(request.user, snap.debate),
         share=share if share == debate.share_token else "",
+        show_internals=shows_internals(request.user),
     )
     return render(request, "debates/live.html", context)
 
@@ -98,7 +99,10 @@ def report(request, pk):
     debate = viewable_debate(request, pk, request.GET.get("share"))
     snap = frames.snapshot(debate.pk)
     share = request.GET.get("share", "")
-    return render(request, "debates/report.html", snap.context(share=share if share == debate.share_token else ""))
+    context = snap.context(
+        share=share if share == debate.share_token else "", show_internals=shows_internals(request.user)
+    )
+    return render(request, "debates/report.html", context)
 
 
 def archive_name(debate: Debate, ext: str) -> str:
@@ -113,7 +117,9 @@ def export_md(request, pk):
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     if rep is None:
         return HttpResponseBadRequest(_("This debate has no report yet."))
-    body = rep.verdict_markdown + "\n\n---\n\n" + rep.transcript_markdown
+    body = inert_markdown(rep.verdict_markdown + "\n\n---\n\n" + rep.transcript_markdown)
+    if not shows_internals(request.user):
+        body = redact_urls(body, _("the provider"))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md")}"'
     return response
@@ -128,6 +134,7 @@ def export_json(request, pk):
         "question": debate.question,
         "format": debate.format,
         "status": debate.status,
+        "status_detail": debate.status_detail,
         "options": debate.options,
         "topic_slug": debate.topic_slug,
         "warnings": debate.warnings,
@@ -172,9 +179,26 @@ def export_json(request, pk):
         if rep
         else None,
     }
+    payload = strip_invisible_deep(payload)
+    if not shows_internals(request.user):
+        payload = _without_addresses(payload, _("the provider"))
     response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False, "indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "json")}"'
     return response
+
+
+def _without_addresses(value, replacement: str):
+    """Errors (turns, their earlier attempts, the status detail) without the provider's URL."""
+    if isinstance(value, dict):
+        return {
+            k: redact_urls(v, replacement)
+            if k in ("error", "status_detail") and isinstance(v, str)
+            else _without_addresses(v, replacement)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_without_addresses(v, replacement) for v in value]
+    return value
 
 
 def _controlled(request, pk) -> Debate:
@@ -219,30 +243,35 @@ def retry_turn(request, pk, turn_pk):
     return _back(request, debate)
 
 
-def _start_within_limit(request, debate) -> None:
-    error = running_limit_error(request.user)
-    if error:
-        messages.error(request, error)
-        return
-    runner.start(debate)
+def _start_within_limit(request, debate, **changes) -> None:
+    try:
+        runner.start(debate, **changes)
+    except RunningLimitReached as refusal:
+        messages.error(request, str(refusal))
 
 
 @require_POST
 def checkpoint(request, pk):
     debate = _controlled(request, pk)
     if debate.status == Status.WAITING:
-        debate.checkpoint_reply = request.POST.get("addition", "")[:5000]
-        debate.save(update_fields=["checkpoint_reply"])
-        runner.start(debate)
+        _start_within_limit(request, debate, checkpoint_reply=request.POST.get("addition", "")[:5000])
     return _back(request, debate)
 
 
 @require_POST
 def share(request, pk):
-    """Toggle the read-only share link (its token is unguessable and never changes)."""
+    """Share under a new unguessable link, or revoke: the old link stops working at once, and the
+    sockets opened through it are closed."""
     debate = _controlled(request, pk)
-    debate.shared = request.POST.get("shared") == "1"
-    debate.save(update_fields=["shared"])
+    if debate.owner_id is None:
+        raise Http404(_("No such debate."))
+    if request.POST.get("shared") == "1":
+        debate.shared, debate.share_token = True, new_share_token()
+        debate.save(update_fields=["shared", "share_token"])
+    elif debate.shared:
+        debate.shared = False
+        debate.save(update_fields=["shared"])
+        consumers.close_shared_sockets(debate.pk)
     return redirect(debate)
 
 

@@ -319,11 +319,10 @@ class PersonaAdmin(admin.ModelAdmin):
             },
             "picked": picked,
             "pick_errors": pick_errors,
-            "a": request.GET.get("a", ""),
-            "b": request.GET.get("b", ""),
+            "picks": [("a", request.GET.get("a", "")), ("b", request.GET.get("b", ""))],
             "library": library,
             "libraries": Library.objects.filter(pairing_rules__isnull=False).distinct(),
-            "persona_choices": Persona.objects.order_by("slug").values_list("slug", "name"),
+            "persona_choices": Persona.objects.order_by("library__name", "name").values_list("slug", "name"),
         }
         return TemplateResponse(request, "admin/personas/persona/coverage.html", context)
 

@@ -102,6 +102,8 @@ class DebateSpec:
     # Resume state: finished turns by key, and the user's answer at the roundtable checkpoint.
     completed: dict[str, CompletedTurn] = field(default_factory=dict)
     checkpoint_reply: str | None = None
+    # The longest one turn may take, start to end (seconds; None: no limit). Set by the operator.
+    turn_deadline: float | None = None
 
     def __post_init__(self):
         if self.format not in FORMATS:

@@ -8,6 +8,7 @@ which is what makes a debate resumable at turn level.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,10 +18,41 @@ from debates.engine import events as ev
 from debates.engine.budget import Ledger
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
 from debates.engine.text import summary_of
-from debates.providers.base import LLMClient, Message, ProviderError, estimate_tokens
+from debates.providers.base import (
+    Completion,
+    LLMClient,
+    Message,
+    ProviderError,
+    estimate_messages_tokens,
+    estimate_tokens,
+)
 
 # (text) -> (text to keep, parsed data). Runs after streaming: may cut, must not raise.
 PostProcess = Callable[[str], tuple[str, dict[str, Any]]]
+CAPPED_MARK = "……【回复超出上限，已截断 reply cut at its ceiling】"
+
+
+def reply_ceiling(max_tokens: int) -> int:
+    """Estimated tokens past which a reply is cut whatever the server does with max_tokens. Twice
+    the request, because the estimate counts a CJK character as a token where real tokenizers often
+    pack two: a server that honours max_tokens never reaches it."""
+    return 2 * max_tokens + 32
+
+
+class ReplyMeter:
+    """Counts a streaming reply's estimated tokens (as `estimate_tokens` would for the whole
+    text, without re-reading it per delta)."""
+
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = ceiling
+        self.cjk = self.other = 0
+
+    def add(self, delta: str) -> bool:
+        """Count `delta`; true once the reply is past its ceiling."""
+        cjk = sum(1 for ch in delta if "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
+        self.cjk += cjk
+        self.other += len(delta) - cjk
+        return self.cjk + (self.other + 3) // 4 > self.ceiling
 
 
 class DebateAborted(Exception):
@@ -174,20 +206,54 @@ class DebateContext:
                 temperature=self.spec.options.temperature,
             )
             parts: list[str] = []
+            meter = ReplyMeter(reply_ceiling(plan.max_tokens))
+            capped = False
             try:
-                async for delta in stream:
-                    parts.append(delta)
-                    await self.emit(ev.TextDelta(plan.key, delta))
+                # A deadline for the whole turn: a server that keeps the connection busy without
+                # ever finishing (empty chunks every second) never trips the silence timeout.
+                async with asyncio.timeout(self.spec.turn_deadline):
+                    async for delta in stream:
+                        parts.append(delta)
+                        await self.emit(ev.TextDelta(plan.key, delta))
+                        if meter.add(delta):
+                            capped = True  # a server ignoring max_tokens: stop reading, keep the text
+                            break
+            except TimeoutError:
+                await _close(stream)
+                reason = (
+                    f"the turn ran past its deadline of {self.spec.turn_deadline:g} s (AGORA_TURN_DEADLINE) "
+                    "without finishing; its text so far is kept. Retry the turn, or raise the deadline"
+                )
+                await self._fail(plan, "".join(parts), reason)
+                raise DebateAborted(f"{plan.speaker.name}: {reason}") from None
             except ProviderError as error:
                 await self._fail(plan, "".join(parts) or error.partial_text, str(error))
                 raise DebateAborted(f"{plan.speaker.name}: {error}") from error
             except asyncio.CancelledError:
                 await self._fail(plan, "".join(parts), "stopped")
                 raise
+            if capped:
+                await _close(stream)
             latency = time.monotonic() - started
         completion = stream.completion
-        raw = completion.text or "".join(parts)
+        if capped:
+            raw = "".join(parts) + CAPPED_MARK
+            completion = Completion(
+                raw,
+                estimate_messages_tokens(plan.messages),
+                estimate_tokens("".join(parts)),
+                usage_estimated=True,
+            )
+        else:
+            raw = completion.text or "".join(parts)
         text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
+        if capped:
+            data = {**data, "reply_capped": True}
+            await self.warn(
+                "reply_capped",
+                f"{plan.speaker.name}：回复超过上限（约 {meter.ceiling} tokens），已截断。"
+                "The reply passed its ceiling and was cut.",
+            )
         summary = summary_of(text, plan.summary_limit)
         self.ledger.charge(
             plan.key,
@@ -227,3 +293,11 @@ class DebateContext:
         completion_tokens = estimate_tokens(partial)
         self.ledger.charge(plan.key, prompt_tokens, completion_tokens, estimated=True)
         await self.emit(ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens))
+
+
+async def _close(stream) -> None:
+    """Stop reading a reply early: closing the generator closes its HTTP response."""
+    close = getattr(stream.deltas, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()

@@ -1,6 +1,7 @@
 from django import template
+from django.utils.translation import gettext
 
-from debates.rendering import render_markdown, strip_invisible
+from debates.rendering import redact_urls, render_markdown, strip_invisible
 
 register = template.Library()
 
@@ -15,3 +16,11 @@ def markdown(text):
 def visible(text):
     """Plain text without direction overrides or zero-width characters (still autoescaped)."""
     return strip_invisible(text or "")
+
+
+@register.filter
+def error_for(text, show_internals=False):
+    """A provider error as this viewer may read it: staff see the server's address, others read
+    "the provider" in its place (live frames, rendered once for all viewers, never show it)."""
+    text = strip_invisible(text or "")
+    return text if show_internals else redact_urls(text, gettext("the provider"))

@@ -84,7 +84,8 @@ class Fault:
     """A failure to inject into one response. Build with the class methods (or `Fault.parse`).
 
     kind:    "status" (an HTTP error: 429, 500, ...), "hang", "disconnect", "malformed",
-             "empty" or "long".
+             "empty", "long", "flood" (long, ignoring max_tokens) or "trickle" (empty chunks
+             every `interval` seconds, never finishing).
     after:   content tokens streamed before the fault strikes (hang, disconnect, malformed).
     """
 
@@ -94,6 +95,7 @@ class Fault:
     after: int = 0
     tokens: int = 2000
     message: str = ""
+    interval: float = 1.0
 
     @classmethod
     def rate_limit(cls, retry_after: float | None = 1.0) -> Fault:
@@ -131,9 +133,21 @@ class Fault:
         return cls("long", tokens=tokens)
 
     @classmethod
+    def flood(cls, tokens: int = 20000) -> Fault:
+        """Like `long`, but ignoring the request's max_tokens, as a misbehaving server would."""
+        return cls("flood", tokens=tokens)
+
+    @classmethod
+    def trickle(cls, interval: float = 1.0) -> Fault:
+        """Stream headers, then an empty delta every `interval` seconds, forever: the connection
+        never goes silent, yet no text ever arrives."""
+        return cls("trickle", interval=interval)
+
+    @classmethod
     def parse(cls, spec: str) -> Fault:
         """`"429"`, `"429:0.5"` (Retry-After), `"500"`, `"503"`, `"hang"`, `"hang:2"`,
-        `"disconnect:3"`, `"malformed:1"`, `"empty"`, `"long:500"` -- for the CLI and quick tests."""
+        `"disconnect:3"`, `"malformed:1"`, `"empty"`, `"long:500"`, `"flood:20000"`, `"trickle:1"`
+        -- for the CLI and quick tests."""
         name, _, arg = spec.partition(":")
         if name.isdigit():
             code = int(name)
@@ -146,6 +160,8 @@ class Fault:
             "malformed": lambda a: cls.malformed(int(a or 0)),
             "empty": lambda a: cls.empty(),
             "long": lambda a: cls.long(int(a or 2000)),
+            "flood": lambda a: cls.flood(int(a or 20000)),
+            "trickle": lambda a: cls.trickle(float(a or 1.0)),
         }
         if name not in makers:
             raise ValueError(f"unknown fault {spec!r}")
@@ -245,6 +261,8 @@ class RecordedRequest:
     status: int | None = None
     fault: str | None = None
     outcome: str = "pending"
+    # sha256 of the bearer token, hex: tests can check which secret arrived without storing it.
+    bearer_sha256: str = ""
     tokens: list[str] = field(default_factory=list)
     token_times: list[float] = field(default_factory=list)
 
@@ -491,6 +509,7 @@ class FakeOpenAIServer:
                 loaded = json.loads(parsed.body)
                 body = loaded if isinstance(loaded, dict) else None
         headers = dict(parsed.headers)
+        bearer = headers.get("authorization", "").removeprefix("Bearer ")
         if "authorization" in headers:
             headers["authorization"] = "Bearer <redacted>"
         with self._lock:
@@ -502,6 +521,7 @@ class FakeOpenAIServer:
                 body=body,
                 started=time.monotonic(),
                 started_wall=time.time(),
+                bearer_sha256=hashlib.sha256(bearer.encode()).hexdigest() if bearer else "",
             )
             self._requests.append(record)
             self._in_flight += 1
@@ -715,7 +735,7 @@ class _Plan:
     def make(cls, server: FakeOpenAIServer, body: dict[str, Any], reply: Reply) -> _Plan:
         fault = reply.fault
         text = reply.text if reply.text is not None else default_reply(body)
-        if fault and fault.kind == "long":
+        if fault and fault.kind in ("long", "flood"):
             base = tokenize(text + " ")
             tokens = (base * (fault.tokens // max(1, len(base)) + 1))[: fault.tokens]
         elif fault and fault.kind == "empty":
@@ -730,7 +750,7 @@ class _Plan:
         if cut >= 0:
             tokens, finish = tokenize(joined[:cut]), "stop"
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
-        if isinstance(limit, int) and len(tokens) > limit:
+        if isinstance(limit, int) and len(tokens) > limit and not (fault and fault.kind == "flood"):
             tokens, finish = tokens[:limit], "length"
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
         return cls(server, body, reply, tokens, finish, fault, f"chatcmpl-fake{digest}")
@@ -774,6 +794,10 @@ class _Plan:
 
         await out.start_stream()
         await out.event(self._chunk({"role": "assistant", "content": "", "refusal": None}, usage=usage))
+        if fault and fault.kind == "trickle":
+            while True:  # ends when the client leaves (the write fails) or the server stops
+                await asyncio.sleep(fault.interval)
+                await out.event(self._chunk({"content": ""}, usage=usage))
         if self.reply.first_token_delay:
             await asyncio.sleep(self.reply.first_token_delay)
         for i, token in enumerate(self.tokens):

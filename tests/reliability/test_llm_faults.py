@@ -22,6 +22,7 @@ from django.test import Client, override_settings
 from debates import runner
 from debates.forms import create_debate
 from debates.models import Debate, Report, Turn
+from debates.rendering import redact_urls
 from debates.testing.fake_openai import FakeOpenAIServer, Fault, Reply
 from tests.reliability.conftest import (
     RETRIES,
@@ -37,6 +38,11 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 QUESTION = "念佛与参禅，哪条路更适合现代人修行？"
 TURNS = 3  # a one-round duel: speaker A, speaker B, the closing synthesis
+
+
+def as_owner_sees(error: str) -> str:
+    """An owner who is not staff reads "the provider" where the error names its address."""
+    return redact_urls(error, "the provider")
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -201,11 +207,11 @@ async def test_hang_fails_the_turn_with_the_reason_on_the_page_and_resume_finish
 
     owner = await _client_for(alice)
     page = await _page(owner, debate)
-    assert f"This turn failed: {reason}" in page
+    assert f"This turn failed: {as_owner_sees(reason)}" in page
     assert first.text.split("] ", 1)[1] in page, "the earlier turn's text stays on the page"
     assert f"/debates/{debate.pk}/resume/" in page and f"/turns/{second.pk}/retry/" in page
     zh_page = await _page(await _client_for(alice, "zh-hans"), debate)
-    assert f"本次发言失败： {reason}" in zh_page, "the default language labels it too"
+    assert f"本次发言失败： {redact_urls(reason, '模型服务商')}" in zh_page, "the default language labels it too"
 
     # Resume, from the page's button, once the server behaves again.
     fast_llm.clear_faults()
@@ -246,7 +252,7 @@ async def test_disconnect_mid_stream_keeps_the_partial_text_and_resume_regenerat
     owner = await _client_for(alice)
     page = await _page(owner, debate)
     assert cut.text.strip() in page, "and on the page"
-    assert f"This turn failed: {second.error}" in page
+    assert f"This turn failed: {as_owner_sees(second.error)}" in page
 
     before = len(fast_llm.chat_requests)
     assert await runner.execute(debate.pk) == "done"  # resume: what the worker would call
@@ -291,7 +297,7 @@ async def test_empty_reply_fails_clearly_and_retry_turn_regenerates_it(libraries
     assert "try again, raise max_tokens, or choose another model" in second.error
     await assert_ledger_exact(debate, fast_llm)
     owner = await _client_for(alice)
-    assert f"This turn failed: {reason}" in await _page(owner, debate)
+    assert f"This turn failed: {as_owner_sees(reason)}" in await _page(owner, debate)
 
     fast_llm.clear_faults()
     before = len(fast_llm.chat_requests)
@@ -373,7 +379,7 @@ async def test_unreachable_server_fails_fast_naming_the_url(libraries, fake_llm,
     assert turn.text == ""
     debate = await _debate(debate)
     assert debate.status == "failed" and reason in debate.status_detail
-    assert f"This turn failed: {reason}" in await _page(await _client_for(alice), debate)
+    assert f"This turn failed: {as_owner_sees(reason)}" in await _page(await _client_for(alice), debate)
 
 
 async def test_rejected_api_key_says_to_set_openai_api_key(libraries, alice, monkeypatch):

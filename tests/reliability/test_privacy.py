@@ -10,6 +10,7 @@ import re
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission
 from django.test import Client, override_settings
 
 from agora.asgi import application
@@ -61,15 +62,20 @@ def debate(db, alice):
 def no_runs(monkeypatch):
     """Views may start debates; these tests only look at who may, so nothing really runs."""
     started = []
-    monkeypatch.setattr("debates.runner.start", started.append)
+    monkeypatch.setattr("debates.runner.dispatch", started.append)
     return started
 
 
 # -- HTTP: owner, other user, anonymous, staff -------------------------------------------------------
 
 
-def test_owner_and_staff_can_read_everything(debate, alice, staff):
-    for user in (alice, staff):
+def with_view_all(user):
+    user.user_permissions.add(Permission.objects.get(codename="view_all_debates"))
+    return type(user).objects.get(pk=user.pk)
+
+
+def test_owner_and_holders_of_view_all_can_read_everything(debate, alice, staff, superuser):
+    for user in (alice, with_view_all(staff), superuser):
         assert set(read_statuses(client_for(user), debate).values()) == {200}, user
 
 
@@ -103,7 +109,7 @@ def test_admin_is_staff_only(db, alice, staff):
     assert client_for(staff).get("/admin/").status_code == 200
 
 
-def test_home_lists_only_the_users_own_debates(db, alice, bob):
+def test_home_lists_only_the_users_own_debates(db, alice, bob, staff):
     make_debate(alice, "Alice asks about tea?")
     make_debate(bob, "Bob asks about coffee?")
     make_debate(None, "Someone at the terminal asks about water?")
@@ -111,11 +117,15 @@ def test_home_lists_only_the_users_own_debates(db, alice, bob):
         "alice": client_for(alice).get("/").content.decode(),
         "bob": client_for(bob).get("/").content.decode(),
         "anonymous": client_for().get("/").content.decode(),
+        "staff": client_for(staff).get("/").content.decode(),
     }
     assert "Alice asks about tea?" in pages["alice"] and "Bob asks about coffee?" not in pages["alice"]
     assert "Bob asks about coffee?" in pages["bob"] and "Alice asks about tea?" not in pages["bob"]
     assert "Alice asks" not in pages["anonymous"] and "Bob asks" not in pages["anonymous"]
-    assert all("Someone at the terminal asks about water?" in page for page in pages.values())
+    # A terminal debate has no owner: only holders of view_all_debates see it.
+    assert all("Someone at the terminal asks about water?" not in page for page in pages.values())
+    operator = client_for(with_view_all(staff)).get("/").content.decode()
+    assert all(q in operator for q in ("Alice asks about tea?", "Bob asks", "Someone at the terminal"))
 
 
 # -- sharing --------------------------------------------------------------------------------------------
@@ -151,11 +161,12 @@ def test_share_link_is_read_only_and_revocable(debate, alice, bob, no_runs):
     assert owner.post(f"/debates/{debate.pk}/share/", {"shared": "0"}).status_code == 302
     assert set(read_statuses(viewer, debate).values()) == {404}
     assert set(read_statuses(client_for(bob), debate, f"?share={debate.share_token}").values()) == {404}
-    # Sharing again brings back the same link.
+    # Sharing again makes a new link; the old one stays dead.
     token = debate.share_token
     owner.post(f"/debates/{debate.pk}/share/", {"shared": "1"})
     debate.refresh_from_db()
-    assert debate.share_token == token
+    assert debate.share_token != token
+    assert set(read_statuses(client_for(bob), debate, f"?share={token}").values()) == {404}
 
 
 def test_share_tokens_are_unguessable(db, alice):
@@ -186,7 +197,7 @@ def test_running_limit_refuses_a_new_debate_with_a_clear_message(db, alice, bob,
     response = client_for(bob).post("/debates/new/", form)
     assert response.status_code == 302
     created = Debate.objects.get(owner=bob)
-    assert response["Location"] == f"/debates/{created.pk}/" and no_runs == [created]
+    assert response["Location"] == f"/debates/{created.pk}/" and no_runs == [created.pk]
 
 
 @override_settings(AGORA_MAX_RUNNING_PER_USER=1)
@@ -220,7 +231,8 @@ async def test_websocket_follows_the_same_rules(alice, bob, staff):
     debate = await sync_to_async(make_debate)(alice)
     path = f"/ws/debates/{debate.pk}/"
     assert await _ws(path, alice) == (True, None)
-    assert await _ws(path, staff) == (True, None)
+    assert await _ws(path, staff) == (False, 4404), "staff alone sees nothing that is not theirs"
+    assert await _ws(path, await sync_to_async(with_view_all)(staff)) == (True, None)
     assert await _ws(path, bob) == (False, 4404)
     assert await _ws(path) == (False, 4404)
     assert await _ws(f"{path}?share={debate.share_token}", bob) == (False, 4404), "not shared yet"

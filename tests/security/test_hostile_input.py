@@ -144,7 +144,7 @@ def no_running_limit(settings):
 def started(monkeypatch):
     """The start view records the new debate instead of running it; the test runs it itself."""
     ids: list[int] = []
-    monkeypatch.setattr(runner, "start", lambda debate: ids.append(debate.pk))
+    monkeypatch.setattr(runner, "dispatch", ids.append)
     return ids
 
 

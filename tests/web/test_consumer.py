@@ -11,7 +11,6 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.core.management import call_command
 from django.test import Client, override_settings
 
 from agora.asgi import application
@@ -21,16 +20,21 @@ from debates.models import Debate, Turn
 from tests.web.pagemodel import PageModel
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-ORIGIN = [(b"origin", b"http://127.0.0.1")]
 
 
 @pytest.fixture
-def libraries(db):
-    call_command("load_libraries", verbosity=0)
+async def viewer(alice):
+    """alice's signed-in test client and the WebSocket headers of her session."""
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    return client, headers
 
 
-async def _create(question="念佛与参禅，哪条路更适合现代人修行？", **values):
-    debate, errors = await database_sync_to_async(create_debate)({"topic": question, "format": "duel", **values})
+async def _create(owner, question="念佛与参禅，哪条路更适合现代人修行？", **values):
+    debate, errors = await database_sync_to_async(create_debate)(
+        {"topic": question, "format": "duel", **values}, owner=owner
+    )
     assert not errors, errors
     return debate
 
@@ -55,14 +59,15 @@ async def _receive_until_done(communicator, page: PageModel, timeout=30.0) -> li
             return frames
 
 
-async def test_viewer_joining_mid_stream_sees_every_word_once(libraries, fake_llm):
+async def test_viewer_joining_mid_stream_sees_every_word_once(libraries, fake_llm, viewer, alice):
+    client, headers = viewer
     fake_llm.token_delay = 0.01
     with override_settings(OPENAI_BASE_URL=fake_llm.base_url):
-        debate = await _create(rounds=2)
+        debate = await _create(alice, rounds=2)
         task = asyncio.create_task(runner.execute(debate.pk))
         # Mid-stream: a turn is running and already has text.
         await _wait_for(lambda: Turn.objects.filter(debate=debate, state="running").exclude(text="").exists())
-        response = await sync_to_async(Client().get)(f"/debates/{debate.pk}/")
+        response = await sync_to_async(client.get)(f"/debates/{debate.pk}/")
         page_html = response.content.decode()
         after = int(re.search(r"\?after=(\d+)", page_html).group(1))
         page = PageModel()
@@ -71,7 +76,7 @@ async def test_viewer_joining_mid_stream_sees_every_word_once(libraries, fake_ll
         assert running_at_render, "the page should show a turn in progress"
         await asyncio.sleep(0.3)  # frames keep flowing before the viewer subscribes: the race window
 
-        communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={after}", headers=ORIGIN)
+        communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={after}", headers=headers)
         connected, _ = await communicator.connect()
         assert connected
         await _receive_until_done(communicator, page)
@@ -89,13 +94,14 @@ async def test_viewer_joining_mid_stream_sees_every_word_once(libraries, fake_ll
     assert page.finished == set(finals), "every turn ends rendered in full"
 
 
-async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm):
+async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm, viewer, alice):
+    _client, headers = viewer
     fake_llm.token_delay = 0.0
     with override_settings(OPENAI_BASE_URL=fake_llm.base_url):
-        debate = await _create(rounds=1)
+        debate = await _create(alice, rounds=1)
         assert await runner.execute(debate.pk) == "done"
     seq = await database_sync_to_async(lambda: Debate.objects.get(pk=debate.pk).seq)()
-    communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after=0", headers=ORIGIN)
+    communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after=0", headers=headers)
     connected, _ = await communicator.connect()
     assert connected
     snapshot = await communicator.receive_from(timeout=5)
@@ -105,7 +111,7 @@ async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm):
     await communicator.disconnect()
 
     # A page that is already current gets nothing at all.
-    communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={seq}", headers=ORIGIN)
+    communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={seq}", headers=headers)
     connected, _ = await communicator.connect()
     assert connected
     assert await communicator.receive_nothing(timeout=0.2)
@@ -126,17 +132,8 @@ async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm):
     await communicator.disconnect()
 
 
-async def test_websocket_needs_an_allowed_origin(libraries):
-    debate = await _create()
-    communicator = WebsocketCommunicator(
-        application, f"/ws/debates/{debate.pk}/", headers=[(b"origin", b"http://evil.example")]
-    )
-    connected, _ = await communicator.connect()
-    assert not connected
-
-
-async def test_unknown_debate_is_refused(libraries):
-    communicator = WebsocketCommunicator(application, "/ws/debates/999999/", headers=ORIGIN)
+async def test_unknown_debate_is_refused(libraries, viewer):
+    communicator = WebsocketCommunicator(application, "/ws/debates/999999/", headers=viewer[1])
     connected, code = await communicator.connect()
     assert not connected
     assert code == 4404

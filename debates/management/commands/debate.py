@@ -84,6 +84,12 @@ class Command(BaseCommand):
         parser.add_argument("--evidence", default="", help="a file whose text joins the evidence pack")
         parser.add_argument("--no-interrupt", action="store_true", help="run through the roundtable checkpoint")
         parser.add_argument("--model", default="", help="model name for the default provider")
+        parser.add_argument(
+            "--owner",
+            default="",
+            help="username that owns the debate (sees and shares it on the web); without it only users "
+            "with the view_all_debates permission see it",
+        )
 
     def handle(self, *args, **opts):
         evidence = ""
@@ -102,7 +108,14 @@ class Command(BaseCommand):
             "no_interrupt": opts["no_interrupt"] or not sys.stdin.isatty(),
             "model": opts["model"],
         }
-        debate, errors = create_debate(data, owner=None)
+        owner = None
+        if opts["owner"]:
+            from django.contrib.auth import get_user_model
+
+            owner = get_user_model().objects.filter(username=opts["owner"]).first()
+            if owner is None:
+                raise CommandError(f"no user named {opts['owner']!r}; create one with createsuperuser")
+        debate, errors = create_debate(data, owner=owner)
         if errors:
             raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()))
         self.stdout.write(f"Debate #{debate.pk} ({debate.format}) — {debate.question}\n")

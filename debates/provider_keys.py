@@ -1,0 +1,83 @@
+"""Which environment variables a Provider row may name as its API key.
+
+A provider sends its key as `Authorization: Bearer …` to its own base URL, which whoever edits the
+row chooses. So the variable must come from a list the operator controls
+(`AGORA_PROVIDER_KEY_VARS`: shell-style patterns, default `*_API_KEY`, each optionally bound to
+hosts as `NAME@host1|host2`), and the server's own secrets can never be named, nor any variable
+that holds the same value as one of them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+# Never a provider key, whatever the patterns say: Django's and Agora's own credentials.
+NEVER = ("SECRET_KEY", "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "AGORA_TEST_POSTGRES", "AGORA_TEST_REDIS")
+VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+NEVER_PARTS = ("SECRET_KEY", "PASSWORD", "DATABASE", "REDIS", "POSTGRES", "SESSION", "CSRF")
+
+
+def allowed_patterns() -> list[tuple[str, tuple[str, ...]]]:
+    """(pattern, hosts) pairs; no hosts means any host."""
+    pairs = []
+    for entry in settings.AGORA_PROVIDER_KEY_VARS:
+        pattern, _sep, hosts = entry.partition("@")
+        pairs.append((pattern.strip(), tuple(h.strip().lower() for h in hosts.split("|") if h.strip())))
+    return pairs
+
+
+def describe_allowed() -> str:
+    return ", ".join(settings.AGORA_PROVIDER_KEY_VARS) or "—"
+
+
+def _server_secrets() -> set[str]:
+    values = {settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())}
+    values |= {db.get("PASSWORD", "") for db in settings.DATABASES.values()}
+    values |= {os.environ.get(name, "") for name in NEVER}
+    values.add(getattr(settings, "REDIS_URL", ""))
+    return {v for v in values if v}
+
+
+def problem(name: str, base_url: str = "") -> str:
+    """Why `name` may not be this provider's key variable, or "" if it may."""
+    if not name:
+        return ""
+    if not VARIABLE_NAME.fullmatch(name):
+        # Never echo it: what lands here is often the key itself, pasted by mistake.
+        return _("Name the environment variable that holds the key (capitals, digits, _), never the key itself.")
+    listed = _("The key variables this server allows: %(allowed)s (AGORA_PROVIDER_KEY_VARS).") % {
+        "allowed": describe_allowed()
+    }
+    if name in NEVER or any(part in name for part in NEVER_PARTS):
+        return _("%(name)s holds a secret of this server and can never be a provider key.") % {"name": name} + (
+            " " + listed
+        )
+    host = (urlsplit(base_url).hostname or "").lower()
+    matching = [hosts for pattern, hosts in allowed_patterns() if fnmatch.fnmatchcase(name, pattern)]
+    if not matching:
+        return _("%(name)s is not a key variable this server allows.") % {"name": name} + " " + listed
+    if all(hosts and host not in hosts for hosts in matching):
+        bound = sorted({h for hosts in matching for h in hosts})
+        return _("%(name)s may only be sent to %(hosts)s.") % {"name": name, "hosts": ", ".join(bound)} + (" " + listed)
+    return ""
+
+
+def read(name: str, base_url: str) -> tuple[str | None, str]:
+    """(the key, "") when the variable may be sent to `base_url`; (None, why not) otherwise. An
+    allowed name that holds one of the server's own secrets is refused too."""
+    why = problem(name, base_url)
+    if why:
+        return None, why
+    value = os.environ.get(name) if name else None
+    if value and value in _server_secrets():
+        return None, _(
+            "%(name)s holds the same value as a secret of this server; it is never sent to a provider "
+            "(AGORA_PROVIDER_KEY_VARS)."
+        ) % {"name": name}
+    return value, ""

@@ -1,0 +1,26 @@
+// Agora's only script of its own: small behaviours htmx does not cover. Served as a file because
+// the Content-Security-Policy allows no inline script.
+(function () {
+  "use strict";
+
+  // The language switcher submits itself (a <noscript> button covers pages without script).
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest && event.target.closest("select[data-autosubmit]");
+    if (select) select.form.submit();
+  });
+
+  // A live page's socket closed by the server for a reason the viewer should know: say why,
+  // in the words the page carries (translated by the server), and do not reconnect.
+  document.addEventListener("htmx:wsClose", function (event) {
+    var live = event.target.closest ? event.target.closest("#live") : null;
+    var code = event.detail && event.detail.event ? event.detail.event.code : 0;
+    if (!live || code < 4000) return;
+    var notice = document.getElementById("live-notice");
+    var message = live.getAttribute("data-close-" + code) || live.getAttribute("data-close-other");
+    if (notice && message) {
+      notice.textContent = message;
+      notice.hidden = false;
+    }
+    live.removeAttribute("ws-connect");
+  });
+})();
