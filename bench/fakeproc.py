@@ -26,14 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from debates.testing.fake_openai import ZH_SENTENCES  # noqa: E402
+from testkit.fake_openai import ZH_SENTENCES  # noqa: E402
 
 # The fake server's own sentences, plus three that duel-length replies need for variety.
 ZH = [*ZH_SENTENCES, "经论里对此早有分辨。", "修行要落在日用之中。", "先把概念分清楚再谈取舍。"]
 
 
 def reply_text(body: dict, tokens: int) -> str:
-    from debates.testing.fake_openai import default_reply, tokenize
+    from testkit.fake_openai import default_reply, tokenize
 
     head = default_reply(body)
     if tokens <= 0:
@@ -61,7 +61,7 @@ def _record(r) -> dict:
 
 
 def serve(token_delay: float, reply_tokens: int) -> None:
-    from debates.testing.fake_openai import FakeOpenAIServer
+    from testkit.fake_openai import FakeOpenAIServer
 
     settings = {"tokens": reply_tokens}
     server = FakeOpenAIServer(lambda body: reply_text(body, settings["tokens"]), token_delay=token_delay)

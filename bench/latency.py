@@ -1,6 +1,6 @@
 """Section 2: token-to-viewer latency on the real server, at N concurrent debates.
 
-One level = a fresh daphne (tests.live.AgoraServer: its own copy of the prepared SQLite database,
+One level = a fresh daphne (testkit.servers.AgoraServer: its own copy of the prepared SQLite database,
 the in-memory channel layer, DEBUG off) pointed at the fake OpenAI server, which runs in a process
 of its own (bench/fakeproc.py). The benchmark signs in as a user, starts N duels through the start
 form (POST /debates/new/), and for each debate opens three viewers the way a browser tab does: GET
@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import html
-import http.cookiejar
 import json
 import os
 import re
@@ -49,7 +48,8 @@ if str(ROOT) not in sys.path:
 import websockets  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
-from tests.live import USERS, AgoraServer  # noqa: E402
+from testkit.http import Browser  # noqa: E402
+from testkit.servers import USERS, AgoraServer  # noqa: E402
 
 TOPIC = "念佛与参禅，哪条路更适合现代人修行？"
 LIVE_TEXT = re.compile(r'<div class="text live" id="turn-(\d+)-text">(.*?)</div>', re.S)
@@ -58,53 +58,7 @@ DONE = re.compile(r'<article id="turn-(\d+)" class="turn turn-done"')
 WHOLE = 10**9  # a finished turn's article (its whole text, as Markdown) covers every token
 ENDED = re.compile(r'data-status="(done|failed|stopped|refused)"')
 SEQ = re.compile(r'data-seq="(\d+)"')
-CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-class Browser:
-    """A signed-in user: cookies, CSRF, no redirect following (the Location names the debate)."""
-
-    def __init__(self, base_url: str):
-        self.base_url = base_url
-        self.jar = http.cookiejar.CookieJar()
-        self.follow = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-        self.stay = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect)
-        self.token = ""
-
-    def get(self, path: str) -> str:
-        with self.follow.open(self.base_url + path, timeout=60) as response:
-            return response.read().decode()
-
-    def log_in(self, username: str, password: str) -> None:
-        self.token = CSRF.search(self.get("/accounts/login/")).group(1)
-        self._post("/accounts/login/", {"username": username, "password": password})
-        self.token = CSRF.search(self.get("/debates/new/")).group(1)
-
-    def _post(self, path: str, fields: dict) -> str:
-        body = urllib.parse.urlencode({"csrfmiddlewaretoken": self.token, **fields}).encode()
-        request = urllib.request.Request(self.base_url + path, data=body, headers={"Referer": self.base_url + path})
-        try:
-            with self.stay.open(request, timeout=60) as response:
-                page = response.read().decode(errors="replace")
-                raise RuntimeError(f"POST {path} answered {response.status}, not a redirect: {page[:300]}")
-        except urllib.error.HTTPError as redirect:
-            if redirect.code not in (301, 302, 303):
-                raise
-            return redirect.headers["Location"]
-
-    def start_debate(self, fields: dict) -> int:
-        location = self._post("/debates/new/", fields)
-        return int(re.search(r"/debates/(\d+)/", location).group(1))
-
-    @property
-    def cookie_header(self) -> str:
-        return "; ".join(f"{c.name}={c.value}" for c in self.jar)
 
 
 @dataclass

@@ -76,7 +76,7 @@ def machine() -> dict:
 
 
 def prepare(work: Path) -> Path:
-    from tests.live import prepare_database
+    from testkit.servers import prepare_database
 
     template = work / "template.sqlite3"
     prepare_database(template, {k: v for k, v in os.environ.items() if k != "DATABASE_URL"})

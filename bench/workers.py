@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.latency import CLK_TCK, _level, cpu_seconds, latencies, max_overlap, peak_rss_mb  # noqa: E402
-from tests.live import AgoraServer, AgoraWorker, prepare_database  # noqa: E402
+from testkit.servers import AgoraServer, AgoraWorker, prepare_database  # noqa: E402
 
 POSTGRES = os.environ.get("AGORA_BENCH_POSTGRES", "postgres://agora:agora@127.0.0.1:5432/postgres")
 REDIS = os.environ.get("AGORA_BENCH_REDIS", "redis://127.0.0.1:6379/0")
@@ -46,7 +46,7 @@ P99_GOAL_MS = 100.0
 
 
 class BenchWorker(AgoraWorker):
-    """tests.live's worker with as many threads (debates at once) as the benchmark needs."""
+    """testkit.servers's worker with as many threads (debates at once) as the benchmark needs."""
 
     threads = 32
     interval = 0.5

@@ -8,8 +8,8 @@ from django import forms
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
+from agora.text import strip_invisible
 from debates.models import Debate, Provider, Seat
-from debates.rendering import strip_invisible
 from personas.models import MAX_ROUNDS, Format, Library, Persona
 
 MAX_TOPIC = 1000

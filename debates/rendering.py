@@ -15,6 +15,8 @@ import markdown
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 
+from agora.text import strip_invisible
+
 ALLOWED_TAGS = {
     "p",
     "br",
@@ -48,12 +50,6 @@ ALLOWED_TAGS = {
 }
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 URL_SCHEMES = {"http", "https", "mailto"}
-# Bidi overrides/isolates and zero-width characters (not ZWJ, which emoji and some scripts need).
-INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200b\u200c\u200e\u200f\u2060\ufeff\x00]")
-
-
-def strip_invisible(text: str) -> str:
-    return INVISIBLE.sub("", text)
 
 
 class _EscapeHtml(markdown.Extension):

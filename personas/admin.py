@@ -16,7 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
-from debates.rendering import strip_invisible
+from agora.text import strip_invisible
 from personas.manifests import (
     MAX_MANIFEST_BYTES,
     PURITY_FIELDS,

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
-from debates.rendering import strip_invisible
+from agora.text import strip_invisible
 
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 slug_validator = RegexValidator(SLUG_PATTERN, _("Lowercase letters, digits and single hyphens."))

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from debates.testing.fake_openai import FakeOpenAIServer
-from tests.live import AgoraServer, prepare_database
+from testkit.fake_openai import FakeOpenAIServer
+from testkit.servers import AgoraServer, prepare_database, require_or_skip  # noqa: F401 - re-exported
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -21,14 +21,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def require_or_skip(condition: bool, reason: str) -> None:
-    """Outside CI a missing system part skips with the reason; under CI it fails: CI must have it."""
-    if not condition:
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must provide it: see .ci/run)")
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

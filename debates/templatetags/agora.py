@@ -1,7 +1,8 @@
 from django import template
 from django.utils.translation import gettext
 
-from debates.rendering import redact_urls, render_markdown, strip_invisible
+from agora.text import strip_invisible
+from debates.rendering import redact_urls, render_markdown
 
 register = template.Library()
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.live import ROOT
+from testkit.servers import ROOT
 
 
 @pytest.fixture

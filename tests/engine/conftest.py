@@ -26,7 +26,7 @@ from debates.engine.spec import (
 )
 from debates.engine.turns import ClientPool
 from debates.providers.openai_compat import OpenAICompatibleClient
-from debates.testing.fake_openai import FakeOpenAIServer, RecordedRequest
+from testkit.fake_openai import FakeOpenAIServer, RecordedRequest
 
 # -- reading requests ---------------------------------------------------------------------------
 

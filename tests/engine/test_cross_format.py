@@ -11,8 +11,8 @@ import pytest
 from debates.engine import events as ev
 from debates.engine import run_debate
 from debates.engine.turns import ClientPool
-from debates.testing.fake_llm import FakeLLM
-from debates.testing.fake_openai import Fault, Reply, max_overlap, tokenize
+from testkit.fake_llm import FakeLLM
+from testkit.fake_openai import Fault, Reply, max_overlap, tokenize
 
 from . import test_duel, test_moderated, test_panel, test_roundtable
 from .conftest import HUINENG, YINGUANG, duel_spec, moderated_spec, panel_spec, req_speaker, table_spec, text_of
@@ -239,7 +239,7 @@ async def test_a_provider_that_cannot_start_fails_the_debate_with_its_reason():
     from debates.engine.events import Finished, ListSink
     from debates.engine.spec import DebateSpec, PersonaSpec, SeatSpec
     from debates.providers.base import ProviderUnavailable
-    from debates.testing.fake_llm import FakeLLM
+    from testkit.fake_llm import FakeLLM
 
     class Broken(FakeLLM):
         async def ensure_ready(self, on_status=None):

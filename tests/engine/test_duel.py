@@ -341,7 +341,7 @@ async def test_neutral_close_is_headed_by_the_disclaimer(harness):
 
 
 async def test_duel_failure_keeps_earlier_turns(harness):
-    from debates.testing.fake_openai import Fault
+    from testkit.fake_openai import Fault
 
     harness.server.inject(
         Fault.server_error(),

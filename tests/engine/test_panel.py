@@ -11,7 +11,7 @@ from debates.engine import events as ev
 from debates.engine import panel
 from debates.engine.panel import NO_EVIDENCE
 from debates.engine.text import clip
-from debates.testing.fake_openai import Reply
+from testkit.fake_openai import Reply
 
 from .conftest import PANEL_ROLES, panel_spec, req_speaker, req_user, speaker_of, text_of, user_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from debates.providers.openai_compat import OpenAICompatibleClient
-from debates.testing.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 FAKE_KEY = "sk-test-SECRET-1234567890"
 

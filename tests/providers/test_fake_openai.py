@@ -10,7 +10,7 @@ import urllib.request
 import openai
 import pytest
 
-from debates.testing.fake_openai import FakeOpenAIServer, Fault, Reply, default_reply, max_overlap, tokenize
+from testkit.fake_openai import FakeOpenAIServer, Fault, Reply, default_reply, max_overlap, tokenize
 
 
 def post(server: FakeOpenAIServer, body: dict, timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:

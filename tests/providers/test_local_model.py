@@ -28,7 +28,7 @@ from debates.providers.local import (
     LocalWeights,
     ProcessSlot,
 )
-from debates.testing.fake_openai import default_reply
+from testkit.fake_openai import default_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -45,7 +45,7 @@ def stop_servers():
 
 def fake_command(token_delay: float = 0.0):
     def command(port: int, api_key: str) -> list[str]:
-        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from debates.testing.fake_openai import main; main()"
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from testkit.fake_openai import main; main()"
         return [sys.executable, "-c", code, "--port", str(port), "--api-key", api_key]
 
     def with_delay(port: int, api_key: str) -> list[str]:

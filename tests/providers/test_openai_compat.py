@@ -19,7 +19,7 @@ from debates.providers.base import (
     estimate_tokens,
 )
 from debates.providers.openai_compat import OpenAICompatibleClient
-from debates.testing.fake_openai import FakeOpenAIServer, Fault, Reply, max_overlap
+from testkit.fake_openai import FakeOpenAIServer, Fault, Reply, max_overlap
 
 from .conftest import FAKE_KEY
 

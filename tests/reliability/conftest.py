@@ -10,7 +10,7 @@ import json
 from channels.db import database_sync_to_async
 
 from debates.providers.base import estimate_messages_tokens, estimate_tokens
-from debates.testing.fake_openai import RecordedRequest
+from testkit.fake_openai import RecordedRequest
 from tests.conftest import PROVIDER_BACKOFF as BACKOFF  # noqa: F401 - the suites import it from here
 from tests.conftest import PROVIDER_RETRIES as RETRIES  # noqa: F401
 from tests.conftest import PROVIDER_TIMEOUT as TIMEOUT  # noqa: F401

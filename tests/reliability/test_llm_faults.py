@@ -23,7 +23,7 @@ from debates import runner
 from debates.forms import create_debate
 from debates.models import Debate, Report, Turn
 from debates.rendering import redact_urls
-from debates.testing.fake_openai import FakeOpenAIServer, Fault, Reply
+from testkit.fake_openai import FakeOpenAIServer, Fault, Reply
 from tests.reliability.conftest import (
     RETRIES,
     TIMEOUT,

@@ -14,12 +14,12 @@ from channels.layers import InMemoryChannelLayer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agora.text import INVISIBLE, strip_invisible
 from debates import frames
 from debates.engine import events as ev
 from debates.models import Debate, Turn
-from debates.rendering import INVISIBLE, strip_invisible
 from debates.sink import DjangoSink
-from debates.testing.fake_openai import tokenize
+from testkit.fake_openai import tokenize
 
 # The sink reaches the database from its own coroutines (database_sync_to_async), as a live run does.
 SINK_DB = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,6 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from http.cookiejar import CookieJar
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -29,10 +28,11 @@ from debates.engine import events as ev
 from debates.engine.spec import Options
 from debates.models import Debate, Provider, Report, Seat, Turn
 from debates.providers.base import estimate_tokens
-from debates.testing.fake_openai import Fault
 from personas.models import Library, Persona
+from testkit.fake_openai import Fault
+from testkit.http import Browser
+from testkit.servers import ROOT, USERS, AgoraServer, postgres_database, prepare_database
 from tests.engine.conftest import HUINENG, YINGUANG, duel_spec, harness  # noqa: F401 - a fixture
-from tests.live import ROOT, USERS, AgoraServer, postgres_database, prepare_database
 from tests.security.conftest import FORBIDDEN_CHARS
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
@@ -161,15 +161,10 @@ def test_retry_counts_against_the_limit(db, alice, no_runs):
 
 def _parallel_posts(server: AgoraServer, count: int) -> list[int]:
     """`count` start-form posts by alice, released at the same instant from `count` threads."""
-    jar = CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    login = opener.open(server.url + "/accounts/login/", timeout=10).read().decode()
-    token = login.split('name="csrfmiddlewaretoken" value="')[1].split('"')[0]
-    body = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": "alice", "password": USERS["alice"]})
-    opener.open(server.url + "/accounts/login/", data=body.encode(), timeout=10).read()
-    page = opener.open(server.url + "/debates/new/", timeout=10).read().decode()
-    token = page.split('name="csrfmiddlewaretoken" value="')[1].split('"')[0]
-    form = {"csrfmiddlewaretoken": token, "topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"}
+    browser = Browser(server.url)
+    browser.log_in("alice", USERS["alice"])
+    opener = browser.follow
+    form = {"csrfmiddlewaretoken": browser.token("/debates/new/"), "topic": "念佛与参禅？", "format": "duel"}
     data = urllib.parse.urlencode(form).encode()
     barrier = threading.Barrier(count)
     statuses: list[int] = []

@@ -16,10 +16,11 @@ from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agora.text import strip_invisible
 from debates import runner
 from debates.forms import create_debate
 from debates.models import Debate
-from debates.rendering import render_markdown, strip_invisible
+from debates.rendering import render_markdown
 from personas.manifests import MAX_MANIFEST_BYTES, ManifestInvalid, import_manifest, parse_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 from tests.security.conftest import (

@@ -15,7 +15,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.cookiejar import CookieJar
 from io import StringIO
 
 import pytest
@@ -27,8 +26,9 @@ from debates import runner
 from debates.engine import events as ev
 from debates.forms import create_debate
 from debates.models import Debate, Provider, Turn
-from debates.testing.fake_openai import FakeOpenAIServer, Fault
-from tests.live import USERS, AgoraServer
+from testkit.fake_openai import FakeOpenAIServer, Fault
+from testkit.http import Browser
+from testkit.servers import USERS, AgoraServer
 from tests.security.conftest import PLAIN_A, PLAIN_B, english_client
 
 KEY = "sk-agora-SECRET-0123456789abcdef"
@@ -187,28 +187,6 @@ def test_a_provider_stores_the_variable_name_never_the_key(superuser, key_in_env
 # --- a real server: daphne in a subprocess, its pages, its database file and its log ---------------
 
 
-class Browser:
-    """Just enough of a browser for Django: cookies and the CSRF token."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with self.opener.open(self.base + path, timeout=10) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-    def post(self, path: str, fields: list[tuple[str, str]]) -> tuple[int, str, str]:
-        _status, page = self.get(path)
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-        data = urllib.parse.urlencode([("csrfmiddlewaretoken", token), *fields]).encode()
-        with self.opener.open(self.base + path, data=data, timeout=10) as response:
-            return response.status, response.url, response.read().decode()
-
-
 def test_a_real_server_never_shows_or_logs_the_key(tmp_path, template_db, keyed):
     echo = "禅净双修"  # this debate's server answers 400 with the key in its text: the turn fails
     keyed.inject(Fault.server_error(400, f"Invalid request from key {KEY}"), times=None, when=echoes(echo))
@@ -219,7 +197,7 @@ def test_a_real_server_never_shows_or_logs_the_key(tmp_path, template_db, keyed)
     texts = {}
     try:
         browser = Browser(server.url)
-        browser.post("/accounts/login/", [("username", "alice"), ("password", USERS["alice"])])
+        browser.log_in("alice", USERS["alice"])
         for question, end in (("念佛与参禅，哪条路更适合现代人修行？", "done"), (f"{echo}可行吗？", "failed")):
             _status, url, _page = browser.post(
                 "/debates/new/", [("topic", question), ("format", "duel"), ("rounds", "1")]
@@ -227,13 +205,13 @@ def test_a_real_server_never_shows_or_logs_the_key(tmp_path, template_db, keyed)
             path = urllib.parse.urlsplit(url).path
             assert re.fullmatch(r"/debates/\d+/", path), url
             deadline = time.monotonic() + 30
-            while f'data-status="{end}"' not in browser.get(path)[1]:
+            while f'data-status="{end}"' not in browser.fetch(path)[1]:
                 assert time.monotonic() < deadline, server.log()
                 time.sleep(0.1)
             for page in ("", "report/", "export.md", "export.json"):
-                texts[path + page] = browser.get(path + page)[1]
+                texts[path + page] = browser.fetch(path + page)[1]
         for page in ("/", "/debates/new/", "/debates/999999/", "/no-such-page/"):
-            texts[page] = browser.get(page)[1]
+            texts[page] = browser.fetch(page)[1]
     finally:
         server.stop()
     texts["daphne log"] = server.log_path.read_text(errors="replace")

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from tests.live import USERS
+from testkit.servers import USERS
 
 SHOTS = os.environ.get("AGORA_SCREENSHOTS")
 

@@ -4,12 +4,11 @@ exactly once, the interrupted turn regenerated (its partial text kept in its his
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
-from tests.live import USERS, AgoraServer
-from tests.web.http import Session
+from testkit.http import Browser
+from testkit.servers import USERS, AgoraServer
 
 
 @pytest.fixture
@@ -27,13 +26,11 @@ def _messages_key(messages) -> str:
 def test_kill_9_mid_turn_then_restart_completes_every_turn_once(server, fake_llm, attempt):
     fake_llm.token_delay = 0.015
     server.start()
-    session = Session(server.url)
+    session = Browser(server.url)
     session.log_in("alice", USERS["alice"])
-    url = session.post_form(
-        "/debates/new/",
-        {"topic": f"念佛与参禅，哪条路更适合现代人修行？（{attempt}）", "format": "duel", "rounds": "2"},
+    pk = session.start_debate(
+        {"topic": f"念佛与参禅，哪条路更适合现代人修行？（{attempt}）", "format": "duel", "rounds": "2"}
     )
-    pk = int(re.search(r"/debates/(\d+)/$", url).group(1))
     export = f"/debates/{pk}/export.json"
 
     # Wait until some turns are done and another is mid-stream with text, a bit later each time.

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
+from testkit.servers import REDIS, AgoraServer, AgoraWorker, postgres_database, prepare_database, redis_ok
 from tests.conftest import require_or_skip
-from tests.live import REDIS, AgoraServer, AgoraWorker, postgres_database, prepare_database, redis_ok
 from tests.web.browser import assert_exactly_once, export, log_in, observe_stream, start
 
 

@@ -32,7 +32,7 @@ and the same times are kept in `RecordedRequest.token_times`. CLOCK_MONOTONIC is
 Linux, so a consumer in another process on the same machine can compare it with its own clock.
 Clients (the SDK included) ignore unknown chunk fields.
 
-Run it standalone for demos: `python -m debates.testing.fake_openai --port 8011 --token-delay 0.03`.
+Run it standalone for demos: `python -m testkit.fake_openai --port 8011 --token-delay 0.03`.
 """
 
 from __future__ import annotations
