@@ -46,7 +46,7 @@ test: dev-venv local-model
 # After changing user-facing strings: refresh both catalogues (translate the new zh_Hans entries),
 # then compile them (the .mo files are committed).
 messages: venv
-	$(BIN)/python manage.py makemessages -l zh_Hans -l en --ignore=.venv --ignore=tests --ignore=bench
+	$(BIN)/python manage.py makemessages -l zh_Hans -l en --ignore=.venv --ignore=tests --ignore=bench --ignore=testkit
 	$(BIN)/python manage.py compilemessages --ignore=.venv
 
 lint: dev-venv

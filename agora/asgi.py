@@ -12,8 +12,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from debates.control import attach_to_daphne  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
-from debates.runner import ServerLoopMiddleware, attach_to_daphne  # noqa: E402
+from debates.runner import ServerLoopMiddleware  # noqa: E402
 
 application = ServerLoopMiddleware(
     ProtocolTypeRouter(

@@ -30,3 +30,42 @@ def unsafe_production_settings(app_configs, **kwargs):
             )
         )
     return warnings
+
+
+RUNNERS = ("inprocess", "worker")
+
+
+@register(deploy=False)
+def runner_settings(app_configs, **kwargs):
+    """Where debates run (AGORA_RUNNER) and what that needs."""
+    from django.core.checks import Error
+
+    problems = []
+    if settings.AGORA_RUNNER not in RUNNERS:
+        problems.append(
+            Error(
+                f"AGORA_RUNNER={settings.AGORA_RUNNER!r} is not a runner Agora knows.",
+                hint="Use AGORA_RUNNER=inprocess (debates run in the web process, the default) or "
+                "AGORA_RUNNER=worker (they run in `manage.py agora_worker` processes).",
+                id="agora.E001",
+            )
+        )
+    elif settings.AGORA_RUNNER == "worker":
+        if not settings.REDIS_URL:
+            problems.append(
+                Error(
+                    "AGORA_RUNNER=worker without REDIS_URL: viewers would never see a worker's tokens.",
+                    hint="Set REDIS_URL (e.g. redis://127.0.0.1:6379/0) so frames travel from the workers "
+                    "to every web process, or use AGORA_RUNNER=inprocess.",
+                    id="agora.E002",
+                )
+            )
+        if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+            problems.append(
+                Warning(
+                    "AGORA_RUNNER=worker on SQLite: workers on other machines cannot share this database.",
+                    hint="Set DATABASE_URL to a PostgreSQL database shared by the web processes and workers.",
+                    id="agora.W003",
+                )
+            )
+    return problems

@@ -220,7 +220,7 @@ TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend"
         if AGORA_RUNNER == "worker"
-        else "django_tasks.backends.immediate.ImmediateBackend"
+        else "debates.task_backends.InProcessBackend"
     }
 }
 # A runner renews its lease on a debate every AGORA_HEARTBEAT seconds; a lease silent for

@@ -1,34 +1,29 @@
-"""The start form: one place that says what a valid debate is, for the web page and the CLI."""
+"""The start form: one place that says what a valid debate is, for the web page and the CLI.
+
+Everything that depends on the format (its seats, modes, rounds, options, what it can check before
+a debate exists) is asked of the format object (`debates.engine.registry`); the form only turns
+fields into the format's options and its answers into errors beside the fields.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 
 from django import forms
 from django.db import transaction
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
+from debates.engine import registry
+from debates.engine.spec import UnknownOptions
 from debates.models import Debate, Provider, Seat
-from personas.models import MAX_ROUNDS, Format, Library, Persona
+from debates.specs import library_spec, persona_spec
+from personas.models import Persona
 
 MAX_TOPIC = 1000
 MAX_EVIDENCE = 20000
-MODES = {
-    "roundtable": [
-        ("standard", _("standard (4–5 roles, 3 rounds)")),
-        ("quick", _("quick (3 roles, 1 round)")),
-        ("deep", _("deep (5–7 roles, 3 rounds + research)")),
-    ],
-    "moderated": [
-        ("round-robin", _("round-robin")),
-        ("position-based", _("position-based")),
-        ("free-form", _("free-form")),
-    ],
-}
-ROLE_COUNTS = {"quick": (3, 3), "standard": (4, 5), "deep": (5, 7)}
-SEATS = {"duel": (2, 2), "panel": (3, 5), "moderated": (2, 8)}
-MODERATED_MAX_ROUNDS = 6
 
 
 def persona_choices():
@@ -40,19 +35,26 @@ def persona_choices():
     return list(groups.items())
 
 
+def format_choices():
+    return [(fmt.name, _(fmt.label)) for fmt in registry.all_formats()]
+
+
+def mode_choices():
+    modes = [(m.name, _(m.label)) for fmt in registry.all_formats() for m in fmt.modes]
+    return [("", "—"), *modes]
+
+
 class DebateForm(forms.Form):
     topic = forms.CharField(label=_("Question"), max_length=MAX_TOPIC, widget=forms.Textarea(attrs={"rows": 3}))
-    format = forms.ChoiceField(label=_("Format"), choices=Format.choices, initial=Format.DUEL)
+    format = forms.ChoiceField(label=_("Format"), choices=format_choices, initial=lambda: registry.names()[0])
     personas = forms.MultipleChoiceField(
         label=_("Personas at the table"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 12}),
         help_text=_("Leave empty to let Agora choose (duel pairing, the five panel roles, recommended roles)."),
     )
-    rounds = forms.IntegerField(label=_("Rounds"), required=False, min_value=1, max_value=MAX_ROUNDS)
-    mode = forms.ChoiceField(
-        label=_("Mode"), required=False, choices=[("", "—")] + MODES["roundtable"] + MODES["moderated"]
-    )
+    rounds = forms.IntegerField(label=_("Rounds"), required=False, min_value=1)
+    mode = forms.ChoiceField(label=_("Mode"), required=False, choices=mode_choices)
     positions = forms.CharField(
         label=_("Positions"),
         required=False,
@@ -121,55 +123,37 @@ class DebateForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        fmt = data.get("format")
-        personas = data.get("personas")
-        if not fmt or personas is None:
+        fmt_name, personas = data.get("format"), data.get("personas")
+        if not fmt_name or personas is None:
             return data
-        mode = data.get("mode") or ""
-        allowed_modes = [m for m, _label in MODES.get(fmt, [])]
-        if mode and mode not in allowed_modes:
-            self.add_error("mode", _("This format has no mode “%(mode)s”.") % {"mode": mode})
+        fmt = registry.get(fmt_name)
+        if data.get("mode") and fmt.mode(data["mode"]) is None:
+            self.add_error("mode", _("This format has no mode “%(mode)s”.") % {"mode": data["mode"]})
             return data
-        self._check_seats(fmt, mode, personas)
-        self._check_rounds(fmt, data.get("rounds"), personas)
-        data["position_map"] = self._check_positions(fmt, mode, personas, data.get("positions", ""))
+        if data.get("rounds") is not None and not fmt.rounds.user_sets:
+            self.add_error("rounds", _("This format sets its own rounds; leave Rounds empty."))
+            return data
+        try:
+            data["options"] = fmt.Options.from_dict(self._option_values(fmt, data))
+        except (UnknownOptions, TypeError, ValueError) as error:  # a field the format does not take
+            self.add_error(None, str(error))
+            return data
+        library = library_spec(fmt, personas)
+        question = data.get("topic", "")  # an invalid question has its own error; seats are still checked
+        problems = fmt.check(question, [persona_spec(p) for p in personas], data["options"], library)
+        for field, problem in problems.items():
+            self.add_error(field if field in self.fields else None, problem.render(gettext))
+        mode = fmt.mode(getattr(data["options"], "mode", ""))
+        data["position_map"] = self._check_positions(mode, personas, data.get("positions", ""))
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         return data
 
-    def _check_seats(self, fmt, mode, personas):
-        count = len(personas)
-        if fmt == "roundtable":
-            low, high = ROLE_COUNTS[mode or "standard"]
-        else:
-            low, high = SEATS[fmt]
-        if count == 0 and fmt != "moderated":
-            return  # the engine chooses: pairing, the bundled five roles, recommended roles
-        if not low <= count <= high:
-            bounds = str(low) if low == high else f"{low}–{high}"
-            self.add_error(
-                "personas",
-                _("%(fmt)s needs %(bounds)s personas; you chose %(count)d.")
-                % {"fmt": fmt, "bounds": bounds, "count": count},
-            )
+    def _option_values(self, fmt, data) -> dict:
+        """The form's values for the options this format takes (others are not its business)."""
+        names = {f.name for f in dataclasses.fields(fmt.Options)} & set(self.fields)
+        return {name: data[name] for name in names if data.get(name) not in (None, "", False)}
 
-    def _check_rounds(self, fmt, rounds, personas):
-        if rounds is None:
-            return
-        if fmt in ("panel", "roundtable"):
-            self.add_error("rounds", _("This format sets its own rounds; leave Rounds empty."))
-        elif fmt == "duel":
-            # The seated masters' own library decides (the engine runs on its protocol); with
-            # nobody chosen, the strictest duel library does, since any of them may be paired.
-            libraries = {p.library for p in personas} or set(Library.objects.filter(format="duel"))
-            maximum = min((lib.max_rounds for lib in libraries), default=MAX_ROUNDS)
-            if rounds > maximum:
-                self.add_error("rounds", _("A duel in this library has at most %(max)d rounds.") % {"max": maximum})
-        elif fmt == "moderated" and rounds > MODERATED_MAX_ROUNDS:
-            self.add_error(
-                "rounds", _("A moderated debate has at most %(max)d rounds.") % {"max": MODERATED_MAX_ROUNDS}
-            )
-
-    def _check_positions(self, fmt, mode, personas, text) -> dict[str, str]:
+    def _check_positions(self, mode, personas, text) -> dict[str, str]:
         positions = {}
         slugs = {p.slug for p in personas}
         for item in filter(None, (part.strip() for part in text.replace("\n", ",").split(","))):
@@ -180,10 +164,8 @@ class DebateForm(forms.Form):
                 )
                 return {}
             positions[slug] = side
-        if fmt == "moderated" and mode == "position-based":
-            sides = set(positions.values())
-            if not {"for", "against"} <= sides:
-                self.add_error("positions", _("Position-based needs at least one persona for and one against."))
+        if mode and mode.positions and personas and not {"for", "against"} <= set(positions.values()):
+            self.add_error("positions", _("Position-based needs at least one persona for and one against."))
         return positions
 
     def _parse_seat_models(self, personas, text) -> dict[str, tuple[Provider | None, str]]:
@@ -203,18 +185,14 @@ class DebateForm(forms.Form):
         return result
 
 
-OPTION_FIELDS = ("rounds", "mode", "research_budget", "no_interrupt", "evidence")
-
-
 @transaction.atomic
 def save_debate(form: DebateForm, owner=None) -> Debate:
     data = form.cleaned_data
-    options = {k: data[k] for k in OPTION_FIELDS if data.get(k) not in (None, "", False)}
     debate = Debate.objects.create(
         owner=owner,
         question=data["topic"],
         format=data["format"],
-        options=options,
+        options=data["options"].as_dict(),
         provider=data.get("provider"),
         model=data.get("model", ""),
     )
@@ -235,7 +213,9 @@ def create_debate(values: dict, owner=None) -> tuple[Debate | None, dict]:
     """For callers without a request (the CLI): validate `values` as the form would and save."""
     from django.utils.datastructures import MultiValueDict
 
-    data = MultiValueDict({k: v if isinstance(v, list) else [v] for k, v in values.items() if v not in (None, "")})
+    data = MultiValueDict(
+        {k: v if isinstance(v, list) else [v] for k, v in values.items() if v not in (None, "", False)}
+    )
     if values.get("no_interrupt"):
         data["no_interrupt"] = "on"
     form = DebateForm(data)

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from personas.models import Format, Persona
+from personas.models import Persona, format_choices
 
 
 class Provider(models.Model):
@@ -82,7 +82,7 @@ class Debate(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="debates"
     )
     question = models.TextField(_("question"))
-    format = models.CharField(_("format"), max_length=20, choices=Format.choices)
+    format = models.CharField(_("format"), max_length=20, choices=format_choices)
     options = models.JSONField(_("options"), default=dict, blank=True)
     status = models.CharField(_("status"), max_length=20, choices=Status.choices, default=Status.QUEUED)
     status_detail = models.CharField(_("status detail"), max_length=500, blank=True)
@@ -116,7 +116,6 @@ class Debate(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["owner", "-created_at"])]
         constraints = [
-            models.CheckConstraint(condition=Q(format__in=Format.values), name="debate_format_known"),
             models.CheckConstraint(condition=Q(status__in=Status.values), name="debate_status_known"),
         ]
 

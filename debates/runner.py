@@ -1,8 +1,11 @@
-"""Start, stop and resume debates. The only place that turns ORM rows into the engine's spec.
+"""Run one debate to its end (or a checkpoint, or a failure): `execute`, on an event loop.
 
-By default a debate runs inside the web server's own event loop (no extra service): `start`
-schedules `execute(debate_id)` there. `execute` is also what a separate worker would call, so
-moving the job out of process touches neither views nor engine.
+Every debate reaches this module through the Tasks API (`debates.tasks.run_debate_task`): in the
+web process by default (`debates.task_backends.InProcessBackend`), in `manage.py agora_worker`
+processes with `AGORA_RUNNER=worker`. Either way the debate's coroutine runs on one long-lived
+event loop of the process (`DebateLoop`): the ASGI server's own loop in a web process, next to the
+consumers that watch it, or the worker's shared loop; a private loop thread otherwise (the CLI,
+tests). The rows become the engine's spec in `debates.specs`.
 """
 
 from __future__ import annotations
@@ -10,100 +13,21 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import sys
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import transaction
 
-from debates import clients, leases, running_limit
+from debates import clients, leases
 from debates.engine import events as ev
-from debates.engine import run_debate
 from debates.engine.budget import Ledger
-from debates.engine.spec import (
-    CompletedTurn,
-    CritiqueSpec,
-    DebateSpec,
-    DomainTemplateSpec,
-    Options,
-    PairingRuleSpec,
-    PersonaSpec,
-    SeatSpec,
-)
-from debates.models import ACTIVE_STATUSES, Debate, Status, Turn
+from debates.engine.debate import run_debate
+from debates.models import Debate, Turn
 from debates.sink import DjangoSink, attempt_record
-from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
+from debates.specs import debate_spec
 
 log = logging.getLogger(__name__)
-
-# -- rows → spec ---------------------------------------------------------------------------------
-
-
-def persona_spec(p: Persona) -> PersonaSpec:
-    return PersonaSpec(
-        slug=p.slug,
-        name=p.name,
-        kind=p.kind,
-        tier=p.tier,
-        role=p.role,
-        tradition=p.tradition,
-        keywords=tuple(p.keywords),
-        description=p.description,
-        text=p.persona_text(),
-        veto_right=p.veto_right,
-        schema_type=p.schema_type,
-        density_score=p.density_score,
-    )
-
-
-def options_from(data: dict) -> Options:
-    known = set(Options.__dataclass_fields__)
-    return Options(**{k: v for k, v in data.items() if k in known})
-
-
-def build_spec(debate: Debate) -> DebateSpec:
-    libraries = Library.objects.filter(format=debate.format)
-    pool_rows = list(Persona.objects.filter(library__in=libraries))
-    seats = list(debate.seats.select_related("persona__library", "provider"))
-    seated = [s.persona for s in seats]
-    everyone = {p.pk: p for p in [*pool_rows, *seated]}
-    slugs = [p.slug for p in everyone.values()]
-    critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).select_related(
-        "source", "target"
-    )
-    host_kind = {"panel": "host", "moderated": "moderator"}.get(debate.format)
-    host = next((p for p in pool_rows if host_kind and p.kind == host_kind), None)
-    # The protocol (rounds, limits) is the seated personas' library's, else the format's first.
-    library = seated[0].library if seated else libraries.first()
-    completed = {
-        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
-        for t in debate.turns.filter(state=Turn.State.DONE)
-    }
-    return DebateSpec(
-        question=debate.question,
-        format=debate.format,
-        seats=[SeatSpec(persona_spec(s.persona), s.position, clients.seat_key(s.provider, s.model)) for s in seats],
-        options=options_from(debate.options),
-        pool=[persona_spec(p) for p in everyone.values() if p.kind == "debater"],
-        host=persona_spec(host) if host else None,
-        critiques=[CritiqueSpec(c.source.slug, c.target.slug, c.point, c.citation) for c in critiques],
-        pairing_rules=[
-            PairingRuleSpec((r.persona_a.slug, r.persona_b.slug), tuple(r.keywords), r.default_rounds, r.label)
-            for r in PairingRule.objects.filter(library__in=libraries).select_related("persona_a", "persona_b")
-        ],
-        domain_templates=[
-            DomainTemplateSpec(t.slug, t.name, tuple(t.keywords), tuple(t.roles.values_list("slug", flat=True)))
-            for t in DomainTemplate.objects.filter(library__in=libraries)
-        ],
-        protocol=dict(library.protocol) if library else {},
-        completed=completed,
-        checkpoint_reply=debate.checkpoint_reply,
-        turn_deadline=settings.AGORA_TURN_DEADLINE,
-    )
-
 
 # -- running ------------------------------------------------------------------------------------
 
@@ -113,7 +37,7 @@ def _prepare(debate_id: int):
     # Turns left "running" by a crash or a stop are regenerated; their text moves to history then.
     debate.turns.filter(state=Turn.State.RUNNING).update(state=Turn.State.INTERRUPTED)
     Debate.objects.filter(pk=debate_id).update(stop_requested=False)
-    return build_spec(debate), clients.clients_for(debate), earlier_attempts(debate)
+    return debate_spec(debate), clients.clients_for(debate), earlier_attempts(debate)
 
 
 def earlier_attempts(debate: Debate) -> Ledger:
@@ -183,9 +107,9 @@ async def _heartbeat(debate_id: int, runner_id: str, engine: asyncio.Future, sin
     return "done"
 
 
-class InProcessRunner:
-    """Runs debates as tasks on the web server's event loop, or on a private loop thread when no
-    server loop is known (the management command, tests with Django's test client)."""
+class DebateLoop:
+    """The event loop this process runs debates on, and the debates running there (so Stop in this
+    process can cancel one at once)."""
 
     def __init__(self) -> None:
         self.server_loop: asyncio.AbstractEventLoop | None = None
@@ -202,7 +126,9 @@ class InProcessRunner:
                 threading.Thread(target=self._own_loop.run_forever, name="agora-runner", daemon=True).start()
             return self._own_loop
 
-    def start(self, debate_id: int, *, force: bool = False) -> Future:
+    def submit(self, debate_id: int, *, force: bool = False) -> Future:
+        """Schedule `execute(debate_id)` on the loop; the future holds its outcome."""
+
         async def tracked():
             self.tasks[debate_id] = asyncio.current_task()
             try:
@@ -219,85 +145,19 @@ class InProcessRunner:
         # which quits when the response is sent.
         return contextvars.Context().run(asyncio.run_coroutine_threadsafe, tracked(), self.loop())
 
-    def stop(self, debate_id: int) -> bool:
+    def run_to_end(self, debate_id: int, *, force: bool = False) -> str:
+        """Block the calling thread (a task's) until the debate's run ends; its outcome."""
+        return self.submit(debate_id, force=force).result()
+
+    def cancel(self, debate_id: int) -> bool:
         task = self.tasks.get(debate_id)
         if task is None:
             return False
         task.get_loop().call_soon_threadsafe(task.cancel)
         return True
 
-    async def resume_interrupted(self) -> list[int]:
-        """At server start: debates a crash left active resume from their last finished turn."""
-        ids = await database_sync_to_async(_interrupted_ids)()
-        for debate_id in ids:
-            if debate_id in self.tasks:
-                continue
-            log.info("resuming debate %s, interrupted by a restart", debate_id)
-            # This process is the only runner in in-process mode: the old lease is a dead one's.
-            self.start(debate_id, force=True)
-        return ids
 
-    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Called once the ASGI server's loop is known: run here, and pick up interrupted work."""
-        self.server_loop = loop
-        loop.call_soon_threadsafe(lambda: loop.create_task(self.resume_interrupted()), context=contextvars.Context())
-
-
-def _interrupted_ids() -> list[int]:
-    return list(Debate.objects.filter(status__in=ACTIVE_STATUSES).values_list("pk", flat=True))
-
-
-runner = InProcessRunner()
-
-
-def attach_to_daphne() -> bool:
-    """Daphne creates its event loop when imported, before it serves: hook our start-up onto it so
-    interrupted debates resume even if no one visits. (With workers, their watchdogs do that.)"""
-    server = sys.modules.get("daphne.server")
-    loop = getattr(server, "twisted_loop", None)
-    if loop is None or settings.AGORA_RUNNER != "inprocess":
-        return False
-    runner.attach(loop)
-    return True
-
-
-def start(debate: Debate, **changes) -> None:
-    """Run a debate again (Resume, Retry turn, Continue at the checkpoint with `changes` such as
-    the user's reply): admitted under its owner's running limit, then handed to its runner.
-    Raises RunningLimitReached, changing nothing. Call it outside any transaction."""
-    running_limit.admit(debate, **changes)
-    dispatch(debate.pk)
-
-
-def start_new(create: Callable[[], Debate]) -> Debate:
-    """Create a debate with `create()` and admit it in the same transaction, so two requests of one
-    owner cannot both pass the limit; then hand it to its runner."""
-    with transaction.atomic():
-        debate = create()
-        running_limit.admit(debate)
-    dispatch(debate.pk)
-    return debate
-
-
-def dispatch(debate_id: int) -> None:
-    """Hand an admitted debate to whoever runs debates: here, or a worker through the Tasks API."""
-    if settings.AGORA_RUNNER == "worker":
-        from debates.tasks import run_debate_task
-
-        run_debate_task.enqueue(debate_id)
-    else:
-        runner.start(debate_id)
-
-
-def stop(debate: Debate) -> None:
-    """Ask the debate's runner to stop. A worker elsewhere notices at its next heartbeat; a
-    debate nobody holds (a crash left it active) is marked stopped here."""
-    Debate.objects.filter(pk=debate.pk).update(stop_requested=True)
-    if runner.stop(debate.pk):
-        return
-    debate.refresh_from_db()
-    if not leases.is_held(debate):
-        Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(status=Status.STOPPED)
+debate_loop = DebateLoop()
 
 
 class ServerLoopMiddleware:
@@ -308,6 +168,6 @@ class ServerLoopMiddleware:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if runner.server_loop is None:
-            runner.server_loop = asyncio.get_running_loop()
+        if debate_loop.server_loop is None:
+            debate_loop.server_loop = asyncio.get_running_loop()
         return await self.app(scope, receive, send)

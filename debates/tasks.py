@@ -1,31 +1,20 @@
 """The debate job for Django's Tasks API (the django-tasks backport on Django 5.2; the import
-moves to `django.tasks` unchanged on Django 6).
-
-A worker runs `run_debate_task(debate_id)`. Inside `manage.py agora_worker` many of these share
-one event loop (`worker_loop`), so one worker process drives many debates; under the stock
-`manage.py db_worker` each runs on its own loop, one at a time.
-"""
+moves to `django.tasks` unchanged on Django 6). Every debate runs through it; the backend in
+settings (AGORA_RUNNER) decides where: this process (`debates.task_backends.InProcessBackend`) or
+`manage.py agora_worker` processes (`django_tasks_db.DatabaseBackend`)."""
 
 from __future__ import annotations
-
-import asyncio
-import contextvars
 
 try:  # Django 6
     from django.tasks import task
 except ImportError:  # Django 5.2 + django-tasks
     from django_tasks import task
 
-from debates import runner
-
-# Set by `agora_worker`: the event loop its threads hand debates to.
-worker_loop: asyncio.AbstractEventLoop | None = None
+from debates.runner import debate_loop
 
 
 @task()
-def run_debate_task(debate_id: int) -> str:
-    coroutine = runner.execute(debate_id)
-    if worker_loop is not None:
-        future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, worker_loop)
-        return future.result()
-    return asyncio.run(coroutine)
+def run_debate_task(debate_id: int, force: bool = False) -> str:
+    """Run (or resume) one debate on this process's debate loop and wait for its outcome. `force`
+    takes the debate over even if a lease says someone holds it (the caller knows it is dead)."""
+    return debate_loop.run_to_end(debate_id, force=force)

@@ -15,13 +15,15 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import consumers, frames, runner, suggestions
+from debates import consumers, control, frames
 from debates.access import can_control, viewable_debate, visible_debates
+from debates.engine import registry
 from debates.forms import DebateForm, save_debate
 from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Status, Turn, new_share_token
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
 from debates.running_limit import RunningLimitReached
-from personas.models import Format, Library
+from debates.specs import library_spec
+from personas.models import Library
 
 
 def shows_internals(user) -> bool:
@@ -37,7 +39,7 @@ def home(request):
     status = request.GET.get("status", "")
     if q:
         debates = debates.filter(question__icontains=q)
-    if fmt in Format.values:
+    if fmt in registry.names():
         debates = debates.filter(format=fmt)
     if status in Status.values:
         debates = debates.filter(status=status)
@@ -47,7 +49,7 @@ def home(request):
         "q": q,
         "format": fmt,
         "status": status,
-        "formats": Format.choices,
+        "formats": [(f.name, _(f.label)) for f in registry.all_formats()],
         "statuses": Status.choices,
         "libraries": Library.objects.prefetch_related("personas"),
     }
@@ -62,7 +64,7 @@ def new(request):
         form = DebateForm(request.POST)
         if form.is_valid():
             try:
-                debate = runner.start_new(lambda: save_debate(form, owner=request.user))
+                debate = control.start_new(lambda: save_debate(form, owner=request.user))
             except RunningLimitReached as refusal:
                 form.add_error(None, str(refusal))
             else:
@@ -74,10 +76,19 @@ def new(request):
 
 @require_GET
 def suggest(request):
-    """The engine's suggestion for the question as the user types (htmx partial)."""
+    """What the format would do with the question, as the user types (htmx partial)."""
     topic = request.GET.get("topic", "")[:1000]
-    fmt = request.GET.get("format", "duel")
-    return render(request, "debates/_suggest.html", {"s": suggestions.for_question(topic, fmt), "format": fmt})
+    try:
+        fmt = registry.get(request.GET.get("format", ""))
+    except ValueError:
+        fmt = registry.all_formats()[0]
+    suggestion = fmt.suggest(topic, library_spec(fmt))
+    context = {
+        "personas": suggestion.personas,
+        "note": suggestion.note.render(_) if suggestion.note else "",
+        "refusal": suggestion.refusal.render(_) if suggestion.refusal else "",
+    }
+    return render(request, "debates/_suggest.html", context)
 
 
 @require_GET
@@ -218,7 +229,7 @@ def _back(request, debate):
 def stop(request, pk):
     debate = _controlled(request, pk)
     if debate.status in ACTIVE_STATUSES:
-        runner.stop(debate)
+        control.stop(debate)
     return _back(request, debate)
 
 
@@ -245,7 +256,7 @@ def retry_turn(request, pk, turn_pk):
 
 def _start_within_limit(request, debate, **changes) -> None:
     try:
-        runner.start(debate, **changes)
+        control.start(debate, **changes)
     except RunningLimitReached as refusal:
         messages.error(request, str(refusal))
 

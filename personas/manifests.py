@@ -25,10 +25,10 @@ from personas.models import (
     SLUG_PATTERN,
     CrossCritique,
     DomainTemplate,
-    Format,
     Library,
     PairingRule,
     Persona,
+    format_choices,
     pair_key,
 )
 
@@ -298,7 +298,7 @@ def _check_library(library, errors: _Errors) -> int:
     if "name" in library:
         _check_string(library["name"], "library.name", errors, required=True, max_length=_max_length(Library, "name"))
     if "format" in library:
-        _check_string(library["format"], "library.format", errors, choices=Format.values)
+        _check_string(library["format"], "library.format", errors, choices=[name for name, _label in format_choices()])
     _check_string(library.get("description", ""), "library.description", errors)
     return _check_protocol(library.get("protocol", {}), errors)
 

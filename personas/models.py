@@ -25,17 +25,19 @@ def pair_key(slug_a: str, slug_b: str) -> str:
     return f"{first}-vs-{second}"
 
 
-class Format(models.TextChoices):
-    DUEL = "duel", _("Duel")
-    PANEL = "panel", _("Panel")
-    ROUNDTABLE = "roundtable", _("Roundtable")
-    MODERATED = "moderated", _("Moderated")
+def format_choices():
+    """The debate formats the engine knows (`debates.engine.registry`: the four built in, and any
+    registered later), labelled in the viewer's language. A callable, so a new format needs no
+    migration and no change here."""
+    from debates.engine import registry
+
+    return [(name, _(label)) for name, label in registry.choices()]
 
 
 class Library(models.Model):
     slug = models.SlugField(unique=True, validators=[slug_validator])
     name = models.CharField(_("name"), max_length=200)
-    format = models.CharField(_("format"), max_length=20, choices=Format.choices)
+    format = models.CharField(_("format"), max_length=20, choices=format_choices)
     description = models.TextField(_("description"), blank=True)
     # Format-level defaults, e.g. {"default_rounds": 4, "max_rounds": 8} for duels.
     protocol = models.JSONField(_("protocol"), default=dict, blank=True)
@@ -45,9 +47,6 @@ class Library(models.Model):
         verbose_name = _("library")
         verbose_name_plural = _("libraries")
         ordering = ["slug"]
-        constraints = [
-            models.CheckConstraint(condition=Q(format__in=Format.values), name="library_format_known"),
-        ]
 
     def __str__(self):
         # Shown by the admin as title and option text: no direction overrides or zero-width characters.

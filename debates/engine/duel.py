@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from debates.engine.prompts import TaskDecorator, compose, domain_bridge, stop_before
+from debates.engine.format import Format, Rounds, Seating, Suggestion
+from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
-from debates.engine.spec import CritiqueSpec, DebateSpec, PairingRuleSpec, PersonaSpec
+from debates.engine.spec import CommonOptions, CritiqueSpec, LibrarySpec, PairingRuleSpec, PersonaSpec
 from debates.engine.text import field_value, similarity
 from debates.engine.turns import DebateAborted, DebateContext, TurnPlan
 
 SUMMARY_LIMIT = 80
 DEFAULT_ROUNDS = 4
 MAX_ROUNDS = 8
-SPEECH_TOKENS = 420
-CLOSE_TOKENS = 700
 # Positions "stop moving" when both speakers say so, or their summaries barely change.
 STILL_SIMILARITY = 0.8
 DISCLAIMER = (
@@ -91,8 +91,8 @@ def choose_pair(
 
 def resolve_rounds(pairing: Pairing, rules: list[PairingRuleSpec], protocol: dict, requested: int | None):
     """Per-pair override's default, else the protocol default; a user's value capped by the maximum."""
-    default = int(protocol.get("default_rounds", DEFAULT_ROUNDS))
-    maximum = int(protocol.get("max_rounds", MAX_ROUNDS))
+    default = Duel.rounds.default_for(protocol)
+    maximum = Duel.rounds.maximum_for(protocol)
     for rule in rules:
         if pair_key(*rule.personas) == pairing.key and rule.default_rounds:
             default = rule.default_rounds
@@ -136,20 +136,7 @@ def _speech_plan(
     ammo: list[CritiqueSpec],
     rounds: int,
 ) -> TurnPlan:
-    question = ctx.spec.question
     side = f"你代表「{speaker.name}」（{speaker.tradition or '本派'}）的立场，对手是「{opponent.name}」。"
-    decorator = TaskDecorator(
-        topic=question,
-        facts=ctx.spec.options.evidence,
-        user_context=ctx.spec.options.user_context,
-        domain_bridge=domain_bridge(speaker),
-        rules=[
-            f"祖师对辩，第 {round_no}/{rounds} 轮。{side}",
-            "你只看得到对手当前立场的摘要，看不到其原话；不要编造对手说过的话。",
-            "每一条教义断言都要注明出处（经论名与品/卷），不确定就说明。",
-            "篇幅约 200–350 字。",
-        ],
-    )
     summary = opponent_summary or "（对手尚未发言：这是开篇立论。）"
     material = (
         f"## 对手当前立场摘要（≤80字）\n{summary}\n\n## 你的弹药：你对「{opponent.name}」的批评\n{_ammo_text(ammo)}"
@@ -161,33 +148,34 @@ def _speech_plan(
         f"小结：一句话概括你本轮立场（不超过 {SUMMARY_LIMIT} 字）\n\n"
         f"记住：你是「{speaker.name}」，只为自己的立场辩护；不要替「{opponent.name}」说话，也不要宣布赞同对方。"
     )
-    return TurnPlan(
-        key=f"duel:{round_no}:{speaker.slug}",
-        round=round_no,
+    return plan(
+        ctx,
+        speaker,
+        f"duel:{round_no}:{speaker.slug}",
+        round_no=round_no,
         phase="duel",
-        speaker=speaker,
-        messages=compose(speaker, decorator, material=material, output_format=output_format),
-        max_tokens=ctx.spec.options.max_tokens.get("speech", SPEECH_TOKENS),
-        summary_limit=SUMMARY_LIMIT,
-        stop=stop_before([opponent.name]),
-        client=_seat_client(ctx.spec, speaker.slug),
+        rules=[
+            f"祖师对辩，第 {round_no}/{rounds} 轮。{side}",
+            "你只看得到对手当前立场的摘要，看不到其原话；不要编造对手说过的话。",
+            "每一条教义断言都要注明出处（经论名与品/卷），不确定就说明。",
+            "篇幅约 200–350 字。",
+        ],
+        material=material,
+        output=output_format,
+        others=[opponent.name],
         postprocess=lambda text: (text, {"moved": _position_moved(text)}),
     )
 
 
-def _seat_client(spec: DebateSpec, slug: str) -> str | None:
-    for seat in spec.seats:
-        if seat.persona.slug == slug:
-            return seat.client
-    return None
-
-
-async def run(ctx: DebateContext) -> None:
-    spec = ctx.spec
-    pairing = choose_pair(spec.question, [s.persona for s in spec.seats], spec.pairing_rules, spec.pool)
-    rounds = resolve_rounds(pairing, spec.pairing_rules, spec.protocol, spec.options.rounds)
+async def _run(ctx: DebateContext) -> None:
+    spec, library = ctx.spec, ctx.library
+    pairing = choose_pair(spec.question, [s.persona for s in spec.seats], library.pairing_rules, library.pool)
+    rounds = resolve_rounds(pairing, library.pairing_rules, library.protocol, ctx.options.rounds)
     a, b = pairing.a, pairing.b
-    ammo = {a.slug: ammunition(spec.critiques, a.slug, b.slug), b.slug: ammunition(spec.critiques, b.slug, a.slug)}
+    ammo = {
+        a.slug: ammunition(library.critiques, a.slug, b.slug),
+        b.slug: ammunition(library.critiques, b.slug, a.slug),
+    }
     report = ReportBuilder(ctx, title=spec.question)
     report.data.update(
         {
@@ -208,8 +196,8 @@ async def run(ctx: DebateContext) -> None:
         await ctx.phase(round_no, "duel", f"第 {round_no} 轮 Round {round_no}")
         moved = {}
         for speaker, opponent in ((a, b), (b, a)):
-            plan = _speech_plan(ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds)
-            result = await ctx.turn(plan)
+            turn = _speech_plan(ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds)
+            result = await ctx.turn(turn)
             previous = latest[speaker.slug]
             latest[speaker.slug] = result.summary
             round_summaries.append({"round": round_no, "speaker_slug": speaker.slug, "summary": result.summary})
@@ -231,30 +219,75 @@ async def run(ctx: DebateContext) -> None:
     await report.emit(verdict_heading="祖师对辩 Duel")
 
 
+ORCHESTRATOR = PersonaSpec(slug="orchestrator", name="中立记录者", kind="host")
+
+
 def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: list[dict]) -> TurnPlan:
     names = {a.slug: a.name, b.slug: b.name}
     lines = "\n".join(f"- 第{s['round']}轮 {names[s['speaker_slug']]}：{s['summary']}" for s in summaries)
-    orchestrator = PersonaSpec(slug="orchestrator", name="中立记录者", kind="host")
-    decorator = TaskDecorator(
-        topic=ctx.spec.question,
+    return plan(
+        ctx,
+        ORCHESTRATOR,
+        "duel:close",
+        round_no=len(summaries) // 2 + 1,
+        phase="close",
         rules=[
             "你是对辩的中立记录者，不站任何一方，不评判高下。",
             "只根据下面的轮次摘要作综合：双方各自的核心主张、真正的分歧点、可以相互参照之处。",
             "不要使用“我认为”“正确答案是”。约 300–500 字。",
         ],
+        material=f"## 轮次摘要 round_summaries\n{lines}",
+        output="分三段：双方主张；分歧所在；可互相参照之处。最后一行“小结：…”（不超过80字）。",
+        kind="close",
+        duty="你只有记录与综合之责，没有裁决之权。",
     )
-    return TurnPlan(
-        key="duel:close",
-        round=len(summaries) // 2 + 1,
-        phase="close",
-        speaker=orchestrator,
-        messages=compose(
-            orchestrator,
-            decorator,
-            material=f"## 轮次摘要 round_summaries\n{lines}",
-            output_format="分三段：双方主张；分歧所在；可互相参照之处。最后一行“小结：…”（不超过80字）。",
-            duty="你只有记录与综合之责，没有裁决之权。",
-        ),
-        max_tokens=ctx.spec.options.max_tokens.get("close", CLOSE_TOKENS),
-        summary_limit=SUMMARY_LIMIT,
+
+
+# -- the format ------------------------------------------------------------------------------------
+
+
+@dataclass
+class DuelOptions(CommonOptions):
+    rounds: int | None = None  # None: the pair's override, else the library's default
+
+
+class Duel(Format):
+    name = "duel"
+    label = gettext_noop("Duel")
+    description = gettext_noop(
+        "Two masters argue in turns; each turn is a fresh call that sees only the other's summary."
     )
+    Options = DuelOptions
+    seating = Seating(count=(2, 2))
+    rounds = Rounds(user_sets=True, default=DEFAULT_ROUNDS, maximum=MAX_ROUNDS)
+    tokens = {"speech": 420, "close": 700}
+    summary_limit = SUMMARY_LIMIT
+    phase_titles = {"duel": "对辩", "close": "收束"}
+
+    def check(self, question, personas, options, library) -> dict[str, Text]:
+        problems = super().check(question, personas, options, library)
+        if not personas and "personas" not in problems:
+            refusal = self.suggest(question, library).refusal
+            if refusal:
+                problems["personas"] = refusal
+        return problems
+
+    def suggest(self, question, library: LibrarySpec, options=None) -> Suggestion:
+        if not question.strip():
+            return Suggestion()
+        try:
+            pairing = choose_pair(question, [], library.pairing_rules, library.pool)
+        except DebateAborted as refusal:
+            return Suggestion(refusal=text(str(refusal)))
+        if pairing.rule:
+            note = text(gettext_noop("%(key)s · pairing rule: %(label)s"), key=pairing.key, label=pairing.rule.label)
+        else:
+            note = text(gettext_noop("%(key)s · keyword match"), key=pairing.key)
+        return Suggestion([(pairing.a, ""), (pairing.b, "")], note)
+
+    async def run(self, ctx: DebateContext) -> str:
+        await _run(ctx)
+        return "done"
+
+
+FORMAT = Duel()

@@ -10,14 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from debates.engine.prompts import TaskDecorator, compose, domain_bridge
+from debates.engine.format import Format, Mode, Rounds, Seating, Suggestion
+from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
-from debates.engine.spec import PersonaSpec, SeatSpec
+from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
 from debates.engine.text import clip, cut_marked, normalise, similarity
-from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
+from debates.engine.turns import DebateAborted, DebateContext, TurnResult
 
-MODES = ("round-robin", "position-based", "free-form")
 DEFAULT_ROUNDS = 2
+MAX_ROUNDS = 6
 DEFAULT_MAX_CHARS = 600
 DEFAULT_BUDGET = 60000
 CONTEXT_SPEECHES = 6
@@ -27,7 +29,6 @@ VERDICT_FORM_EN = "If forced to choose, the least-loss option on the basis of al
 STANCE_WORDS = ("我认为", "我觉得", "我相信", "正确答案是", "应该选")
 POSITION_NAMES = {"for": "支持", "against": "反对", "": "无"}
 MIN_DENSITY_OK = 6.0
-TOKENS = {"speech": 400, "verdict": 600}
 
 
 @dataclass
@@ -137,16 +138,25 @@ def _quotes_attributed(text: str, name: str) -> list[str]:
     return pattern.findall(text)
 
 
-async def run(ctx: DebateContext) -> str:
-    spec = ctx.spec
-    mode = spec.options.mode or "round-robin"
-    if mode not in MODES:
-        raise DebateAborted(f"unknown mode {mode!r}: round-robin, position-based or free-form", outcome="refused")
-    kept, dropped, low_density = validate_manifests([s for s in spec.seats if s.persona.kind == "debater"])
+def recommended_seats(question: str, pool: list[PersonaSpec]) -> list[SeatSpec]:
+    """Nobody named: the recommender's picks (scores under 0.5 ignored), at most the table's size."""
+    return [SeatSpec(p) for p, _score in recommend(question, pool)][: FORMAT.seating.count[1]]
+
+
+async def _run(ctx: DebateContext) -> str:
+    spec, library = ctx.spec, ctx.library
+    chosen = FORMAT.mode(ctx.options.mode)
+    if chosen is None:
+        raise DebateAborted(
+            f"unknown mode {ctx.options.mode!r}: round-robin, position-based or free-form", outcome="refused"
+        )
+    mode = chosen.name
+    seats = [s for s in spec.seats if s.persona.kind == "debater"] or recommended_seats(spec.question, library.pool)
+    kept, dropped, low_density = validate_manifests(seats)
     for reason in dropped:
         await ctx.warn("manifest_dropped", f"参与者被剔除（manifest 缺关键字段）：{reason}")
-    for text in low_density:
-        await ctx.warn("low_density", text)
+    for note in low_density:
+        await ctx.warn("low_density", note)
     if len(kept) < 2:
         raise DebateAborted(
             f"剔除后只剩 {len(kept)} 位参与者，至少需要 2 位。Fewer than 2 participants.", outcome="refused"
@@ -159,10 +169,11 @@ async def run(ctx: DebateContext) -> str:
                 outcome="refused",
             )
     participants = [Participant(s) for s in kept]
-    rounds = spec.options.rounds or int(spec.protocol.get("default_rounds", DEFAULT_ROUNDS))
-    max_chars = spec.options.max_chars or int(spec.protocol.get("max_chars", DEFAULT_MAX_CHARS))
-    ctx.ledger.cap = spec.options.token_budget or int(spec.protocol.get("token_budget", DEFAULT_BUDGET))
-    moderator = spec.host or PersonaSpec(slug="moderator", name="主持人", kind="moderator")
+    protocol = library.protocol
+    rounds = ctx.options.rounds or FORMAT.rounds.default_for(protocol)
+    max_chars = ctx.options.max_chars or int(protocol.get("max_chars", DEFAULT_MAX_CHARS))
+    ctx.ledger.cap = ctx.options.token_budget or int(protocol.get("token_budget", DEFAULT_BUDGET))
+    moderator = library.host or PersonaSpec(slug="moderator", name="主持人", kind="moderator")
     report = ReportBuilder(ctx, title=spec.question)
     report.data.update(
         {
@@ -213,16 +224,23 @@ async def _speak(
     persona = speaker.persona
     position = POSITION_NAMES.get(speaker.seat.position, speaker.seat.position)
     context = (
-        "\n\n".join(f"【{r.speaker.name}】{r.text}" for r in history[-CONTEXT_SPEECHES:]) or "（你是第一位发言者。）"
+        "\n\n".join(f"{r.speaker.name}：{r.text}" for r in history[-CONTEXT_SPEECHES:]) or "（你是第一位发言者。）"
     )
     task = {1: "陈述你对问题的核心看法与理由。"}.get(round_no, "回应之前的发言：指出你同意和不同意之处，并推进论证。")
     if round_no == rounds and rounds > 1:
         task = "总结陈词：给出你的最终立场与最关键的理由。"
-    decorator = TaskDecorator(
-        topic=ctx.spec.question,
-        facts=ctx.spec.options.evidence,
-        user_context=ctx.spec.options.user_context,
-        domain_bridge=domain_bridge(persona),
+    key = f"speech:{round_no}:{persona.slug}:{len(speaker.speeches) + 1}"
+
+    def post(text: str) -> tuple[str, dict]:
+        kept, was_cut = cut_marked(text.strip(), max_chars, CUT_MARK)
+        return kept, {"cut": was_cut, "position": speaker.seat.position}
+
+    turn = plan(
+        ctx,
+        persona,
+        key,
+        round_no=round_no,
+        phase="speech",
         rules=[
             "你正在参与一场多 persona 辩论。",
             f"你的角色：作为“{persona.name}”发言，严格以你的视角与风格回答，不要扮演他人。",
@@ -232,31 +250,12 @@ async def _speak(
             f"最大字数：{max_chars}（超出会被主持人截断）",
             task,
         ],
-    )
-    key = f"speech:{round_no}:{persona.slug}:{len(speaker.speeches) + 1}"
-
-    def post(text: str) -> tuple[str, dict]:
-        kept, was_cut = cut_marked(text.strip(), max_chars, CUT_MARK)
-        return kept, {"cut": was_cut, "position": speaker.seat.position}
-
-    plan = TurnPlan(
-        key=key,
-        round=round_no,
-        phase="speech",
-        speaker=persona,
-        messages=compose(
-            persona,
-            decorator,
-            material=f"## 相关上下文（之前的发言）\n{context}",
-            output_format=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，不要写“作为 X 我会说”。",
-        ),
-        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]),
-        summary_limit=80,
-        stop=[f"\n【{p.persona.name}】" for p in participants if p is not speaker][:4],
-        client=speaker.seat.client,
+        material=f"## 相关上下文（之前的发言）\n{context}",
+        output=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，不要写“作为 X 我会说”。",
+        others=[p.persona.name for p in participants if p is not speaker],
         postprocess=post,
     )
-    result = await ctx.turn(plan)
+    result = await ctx.turn(turn)
     flags = anti_patterns(speaker, result.text, participants)
     if result.data.get("cut"):
         await ctx.warn("speech_cut", f"{persona.name} 的发言超过 {max_chars} 字，已截断。")
@@ -288,29 +287,22 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
         text = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
         fixes = []
     else:
-        decorator = TaskDecorator(
-            topic=ctx.spec.question,
-            rules=[
-                "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
-                "先用三到五条中性要点概括各方观点与分歧，再给出裁决。",
-                f"裁决必须严格使用固定句式：“{VERDICT_FORM}…”",
-            ],
-        )
         result = await ctx.turn(
-            TurnPlan(
-                key="moderator:verdict",
-                round=len(history) + 1,
+            plan(
+                ctx,
+                moderator,
+                "moderator:verdict",
+                round_no=len(history) + 1,
                 phase="host",
-                speaker=moderator,
-                messages=compose(
-                    moderator,
-                    decorator,
-                    material=f"## 全部发言\n{speeches}",
-                    output_format=f"## 各方要点\n- …\n## 裁决\n{VERDICT_FORM}……（说明理由）",
-                    duty="主席，不是辩手。",
-                ),
-                max_tokens=ctx.spec.options.max_tokens.get("verdict", TOKENS["verdict"]),
-                summary_limit=80,
+                rules=[
+                    "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
+                    "先用三到五条中性要点概括各方观点与分歧，再给出裁决。",
+                    f"裁决必须严格使用固定句式：“{VERDICT_FORM}…”",
+                ],
+                material=f"## 全部发言\n{speeches}",
+                output=f"## 各方要点\n- …\n## 裁决\n{VERDICT_FORM}……（说明理由）",
+                kind="verdict",
+                duty="主席，不是辩手。",
             )
         )
         text, fixes = enforce_verdict_form(result.text)
@@ -318,3 +310,58 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
     report.data["verdict_fixes"] = fixes
     report.verdict_sections.append(("主持人综合与裁决 Verdict", text))
     await report.emit(verdict_heading="主持辩论 Moderated debate")
+
+
+# -- the format ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModeratedOptions(CommonOptions):
+    mode: str = ""  # round-robin | position-based | free-form; empty: round-robin
+    rounds: int | None = None
+    token_budget: int | None = None  # the whole run's budget (default: the library's, else 60,000)
+    max_chars: int | None = None  # per speech (default: the library's, else 600)
+
+
+class Moderated(Format):
+    name = "moderated"
+    label = gettext_noop("Moderated")
+    description = gettext_noop(
+        "A neutral moderator runs personas round-robin, for and against, or free-form, and ends on a fixed verdict."
+    )
+    Options = ModeratedOptions
+    seating = Seating(count=(2, 8), host_kind="moderator")
+    modes = (
+        Mode("round-robin", gettext_noop("round-robin")),
+        Mode("position-based", gettext_noop("position-based"), positions=True),
+        Mode("free-form", gettext_noop("free-form")),
+    )
+    rounds = Rounds(user_sets=True, default=DEFAULT_ROUNDS, maximum=MAX_ROUNDS)
+    tokens = {"speech": 400, "verdict": 600}
+
+    def check(self, question, personas, options, library) -> dict[str, Text]:
+        problems = super().check(question, personas, options, library)
+        maximum = self.rounds.maximum_for(library.protocol)
+        if options.rounds and options.rounds > maximum:
+            problems["rounds"] = text(gettext_noop("A moderated debate has at most %(max)d rounds."), max=maximum)
+        if not personas and question.strip() and "personas" not in problems:
+            picks = recommended_seats(question, library.pool)
+            if self.mode(options.mode).positions:
+                problems["personas"] = text(gettext_noop("Position-based: choose the personas and their sides."))
+            elif len(picks) < 2:
+                problems["personas"] = text(
+                    gettext_noop("No persona scores 0.5 or more for this question: choose 2–8 personas yourself.")
+                )
+        return problems
+
+    def suggest(self, question, library: LibrarySpec, options=None) -> Suggestion:
+        if not question.strip():
+            return Suggestion()
+        picks = [(p, f"{score:.2f}") for p, score in recommend(question, library.pool)]
+        return Suggestion(picks[: self.seating.count[1]], text(gettext_noop("score ≥ 0.5")))
+
+    async def run(self, ctx: DebateContext) -> str:
+        return await _run(ctx)
+
+
+FORMAT = Moderated()

@@ -10,16 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from debates.engine import citations
-from debates.engine.prompts import TaskDecorator, compose, domain_bridge
+from debates.engine.format import Format, Seating
+from debates.engine.i18n import gettext_noop
+from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
-from debates.engine.spec import PersonaSpec
+from debates.engine.spec import CommonOptions, PersonaSpec
 from debates.engine.text import bullet_items, clip, field_value, first_sentence, topic_slug
 from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 60
 VERDICT_LIMIT = 1200
 CAP_MULTIPLIERS = {"light": 4.3, "standard": 4.5, "deep": 5.0}
-TOKENS = {"speech": 450, "host": 300, "verdict": 900}
 ROUNDS = 4
 TYPES = {"investment": "投资决策型", "choice": "选择决策型", "truth": "认知求真型"}
 TYPE_WORDS = {
@@ -43,7 +44,6 @@ class PanelState:
     roles: list[PersonaSpec]
     host: PersonaSpec
     kind: str = ""
-    evidence: str = ""
     concepts: list[str] = field(default_factory=list)
     speeches: dict[tuple[str, int], str] = field(default_factory=dict)
     results: dict[tuple[str, int], TurnResult] = field(default_factory=dict)
@@ -64,38 +64,8 @@ class PanelState:
 DEFAULT_HOST = PersonaSpec(slug="cicero", name="西塞罗", kind="host", description="主持人：程序与记录，不下场辩论。")
 
 
-def _tokens(ctx: DebateContext, kind: str) -> int:
-    return ctx.spec.options.max_tokens.get(kind, TOKENS[kind])
-
-
-def _host_plan(
-    ctx: DebateContext,
-    st: PanelState,
-    key: str,
-    task: str,
-    material: str,
-    fmt: str,
-    kind: str = "host",
-    round_no: int = 0,
-    exempt: bool = False,
-    max_tokens: int | None = None,
-):
-    decorator = TaskDecorator(
-        topic=ctx.spec.question,
-        facts=st.evidence,
-        user_context=ctx.spec.options.user_context,
-        rules=[task, "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"],
-    )
-    return TurnPlan(
-        key=key,
-        round=round_no,
-        phase="host",
-        speaker=st.host,
-        messages=compose(st.host, decorator, material=material, output_format=fmt, duty="你是主持人，语言中性。"),
-        max_tokens=max_tokens or _tokens(ctx, kind),
-        summary_limit=SUMMARY_LIMIT,
-        exempt_from_cap=exempt,
-    )
+def _host_plan(ctx: DebateContext, st: PanelState, key: str, task: str, material: str, fmt: str, **kw) -> TurnPlan:
+    return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=kw.pop("round_no", 0), **kw)
 
 
 async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
@@ -120,12 +90,12 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
     kind_text = field_value(result.text, ("类型", "type"))
     falsifiable = field_value(result.text, ("可证伪", "falsifiable"))
     reason = field_value(result.text, ("理由", "reason")) or first_sentence(result.text)
-    kind = ctx.spec.options.proposition_type or next(
+    kind = ctx.options.proposition_type or next(
         (k for k, words in TYPE_WORDS.items() if any(w in kind_text.lower() for w in words)), ""
     )
     refused_type = "不适合" in kind_text or "unsuitable" in kind_text.lower()
     not_falsifiable = falsifiable.lower().startswith(("否", "no", "不"))
-    if (refused_type and not ctx.spec.options.proposition_type) or not_falsifiable:
+    if (refused_type and not ctx.options.proposition_type) or not_falsifiable:
         raise DebateAborted(f"命题未通过入场审查：{clip(reason, 200)}", outcome="refused")
     if not kind:
         kind = "choice"
@@ -143,7 +113,7 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
     """The cap is a multiple of a single strong-prompt baseline: the prompt that would ask one
     model for the whole five-role analysis (its prompt tokens measured by the server with a
     one-token call) plus the output that prompt would be allowed (every speech of every round)."""
-    budget = ctx.spec.options.research_budget or "standard"
+    budget = ctx.options.research_budget or "standard"
     multiplier = CAP_MULTIPLIERS.get(budget, CAP_MULTIPLIERS["standard"])
     frames = "\n\n".join(f"### {r.name}\n{r.text}" for r in st.roles)
     baseline = await ctx.turn(
@@ -158,9 +128,9 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
             max_tokens=1,
         )
     )
-    allowance = len(st.roles) * ROUNDS * _tokens(ctx, "speech")
+    allowance = len(st.roles) * ROUNDS * ctx.max_tokens("speech")
     baseline_tokens = baseline.prompt_tokens + allowance
-    cap = ctx.spec.options.token_budget or int(baseline_tokens * multiplier)
+    cap = ctx.options.token_budget or int(baseline_tokens * multiplier)
     ctx.ledger.cap = cap
     report.data["token_cap"] = {
         "research_budget": budget,
@@ -206,29 +176,21 @@ def _role_plan(
     ctx: DebateContext, st: PanelState, role: PersonaSpec, round_no: int, rules: list[str], material: str
 ) -> TurnPlan:
     concept_block = "\n".join(f"- {c}" for c in st.concepts)
-    decorator = TaskDecorator(
-        topic=ctx.spec.question,
-        facts=st.evidence,
-        user_context=ctx.spec.options.user_context,
-        domain_bridge=domain_bridge(role),
+    return plan(
+        ctx,
+        role,
+        f"r{round_no}:{role.slug}",
+        round_no=round_no,
+        phase=f"r{round_no}",
         rules=[
             f"你是五角色辩论中的「{role.name}」（{role.role or role.tier}），始终守住你自己的核心关切。",
             f"命题类型：{TYPES.get(st.kind, st.kind)}。",
             *rules,
             "概念一律使用下列统一定义：\n" + concept_block if concept_block else "概念按通常含义使用。",
         ],
-    )
-    others = [r.name for r in st.roles if r.slug != role.slug]
-    return TurnPlan(
-        key=f"r{round_no}:{role.slug}",
-        round=round_no,
-        phase=f"r{round_no}",
-        speaker=role,
-        messages=compose(role, decorator, material=material, output_format=FIVE_PARTS),
-        max_tokens=_tokens(ctx, "speech"),
-        summary_limit=SUMMARY_LIMIT,
-        stop=[f"\n{name}：" for name in others][:4],
-        client=next((s.client for s in ctx.spec.seats if s.persona.slug == role.slug), None),
+        material=material,
+        output=FIVE_PARTS,
+        others=[r.name for r in st.roles if r.slug != role.slug],
         postprocess=_speech_postprocess,
     )
 
@@ -341,15 +303,15 @@ async def _mark_blind_spots(ctx: DebateContext, st: PanelState) -> None:
     st.blind_spots = blind.text
 
 
-async def run(ctx: DebateContext) -> str:
+async def _run(ctx: DebateContext) -> str:
     spec = ctx.spec
     # No seats chosen: the library's roles (the bundled five) sit at the table.
     roles = [s.persona for s in spec.seats if s.persona.kind == "debater"] or [
-        p for p in spec.pool if p.kind == "debater"
+        p for p in ctx.library.pool if p.kind == "debater"
     ]
     if len(roles) < 2:
         raise DebateAborted("a panel needs at least two debating roles", outcome="refused")
-    st = PanelState(roles=roles, host=spec.host or DEFAULT_HOST, evidence=spec.options.evidence.strip())
+    st = PanelState(roles=roles, host=ctx.library.host or DEFAULT_HOST)
     report = ReportBuilder(ctx, title=spec.question)
     mode = "isolated_parallel" if ctx.parallel_capacity > 1 else "isolated_sequential"
     report.data.update({"execution_mode": mode, "roles": [r.slug for r in roles]})
@@ -358,7 +320,7 @@ async def run(ctx: DebateContext) -> str:
 
     await ctx.phase(0, "admission", "入场审查 Admission")
     await _admit(ctx, st, report)
-    if not st.evidence:
+    if not ctx.facts:
         await ctx.warn("no_evidence", NO_EVIDENCE)
     await _measure_cap(ctx, st, report)
     await ctx.phase(0, "concepts", "概念对齐 Concept alignment")
@@ -421,7 +383,7 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
         f"“{clip(c.citation.quote, 40)}”：{_reason(c.reason)}"
         for c in bad
     ]
-    if not st.evidence:
+    if not ctx.facts:
         review.append(f"- {NO_EVIDENCE}")
     if ctx.ledger.estimated:
         review.append("- 部分 token 数为估算（服务器未报告用量）。")
@@ -505,3 +467,32 @@ def _final_speeches(st: PanelState) -> str:
         if last:
             blocks.append(f"### {role.name}·R{last}\n{clip(st.speeches[(role.slug, last)], 900)}")
     return "\n\n".join(blocks)
+
+
+# -- the format ------------------------------------------------------------------------------------
+
+
+@dataclass
+class PanelOptions(CommonOptions):
+    research_budget: str = "standard"  # light | standard | deep: the cap's multiplier
+    token_budget: int | None = None  # an explicit cap instead of the baseline multiple
+    proposition_type: str = ""  # investment | choice | truth, when the user states it
+
+
+class Panel(Format):
+    name = "panel"
+    label = gettext_noop("Panel")
+    description = gettext_noop(
+        "Five roles answer blind and in parallel, then cross-examine; a host who never debates writes the verdict."
+    )
+    Options = PanelOptions
+    seating = Seating(count=(3, 5), host_kind="host")
+    tokens = {"speech": 450, "host": 300, "verdict": 900}
+    summary_limit = SUMMARY_LIMIT
+    phase_titles = {"r1": "R1 立论", "r2": "R2 交锋", "r3": "R3 修正", "r4": "R4 终辩"}
+
+    async def run(self, ctx: DebateContext) -> str:
+        return await _run(ctx)
+
+
+FORMAT = Panel()

@@ -12,17 +12,8 @@ from typing import Any
 from debates.engine import events as ev
 from debates.engine.text import topic_slug
 
-PHASE_TITLES = {
-    "duel": "对辩",
-    "close": "收束",
-    "r1": "R1 立论",
-    "r2": "R2 交锋",
-    "r3": "R3 修正",
-    "r4": "R4 终辩",
-    "host": "主持",
-    "speech": "发言",
-    "direct": "直接回答",
-}
+# Phases every format may have; a format's own `phase_titles` add to these.
+PHASE_TITLES = {"host": "主持", "speech": "发言"}
 
 
 def _escape_cell(text: str) -> str:
@@ -60,7 +51,7 @@ class ReportBuilder:
             parts.append(f"## {title}\n\n{body.strip()}")
         parts.append("## 全部发言 All speeches")
         for result in self.ctx.transcript():
-            phase = PHASE_TITLES.get(result.phase, result.phase)
+            phase = {**PHASE_TITLES, **self.ctx.format.phase_titles}.get(result.phase, result.phase)
             parts.append(f"### {phase} · {result.speaker.name}\n\n{result.text.strip()}")
         ledger = self.ctx.ledger
         estimated = "（估算 estimated）" if ledger.estimated else ""

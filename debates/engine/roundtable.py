@@ -11,14 +11,14 @@ import re
 from dataclasses import dataclass, field
 
 from debates.engine import events as ev
-from debates.engine.prompts import TaskDecorator, compose, domain_bridge
+from debates.engine.format import Format, Mode, Seating, Suggestion
+from debates.engine.i18n import gettext_noop, text
+from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
-from debates.engine.spec import DomainTemplateSpec, PersonaSpec
+from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
 from debates.engine.text import bullet_items, clip, contains_any, field_value, first_sentence
 from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
 
-MODES = {"quick": ((3, 3), 1), "standard": ((4, 5), 3), "deep": ((5, 7), 3)}
-TOKENS = {"speech": 380, "host": 700}
 SUMMARY_LIMIT = 80
 MIN_FAILURE_SCENARIO = 15
 DEFAULT_HOST = PersonaSpec(slug="roundtable-host", name="圆桌主持", kind="host")
@@ -69,7 +69,7 @@ def recommend_roles(
     question: str, templates: list[DomainTemplateSpec], pool: list[PersonaSpec], mode: str = "standard"
 ) -> tuple[list[PersonaSpec], DomainTemplateSpec | None]:
     """A good table is 2 L1 + 3 L2: the best-matching domain template's roles, else keywords."""
-    (low, high), _ = MODES.get(mode, MODES["standard"])
+    _low, high = FORMAT.seat_bounds(mode)
     by_slug = {p.slug: p for p in pool}
     q = question.lower()
     scored = sorted(((sum(k.lower() in q for k in t.keywords if k), t.slug, t) for t in templates), reverse=True)
@@ -91,7 +91,6 @@ def recommend_roles(
 class TableState:
     roles: list[PersonaSpec]
     host: PersonaSpec
-    facts: str
     rounds: int
     speeches: dict[tuple[str, int], TurnResult] = field(default_factory=dict)
     veto: dict | None = None
@@ -144,22 +143,16 @@ def _plan(
     fmt: str,
     post=None,
 ) -> TurnPlan:
-    decorator = TaskDecorator(
-        topic=ctx.spec.question,
-        facts=st.facts,
-        user_context=ctx.spec.options.user_context,
-        domain_bridge=domain_bridge(role),
-        rules=[f"圆桌讨论，你是「{role.name}」。保持你的认知立场，不要变成别的角色。", *rules],
-    )
-    return TurnPlan(
-        key=key,
-        round=round_no,
+    return plan(
+        ctx,
+        role,
+        key,
+        round_no=round_no,
         phase=phase,
-        speaker=role,
-        messages=compose(role, decorator, material=material, output_format=fmt),
-        max_tokens=ctx.spec.options.max_tokens.get("speech", TOKENS["speech"]),
-        summary_limit=SUMMARY_LIMIT,
-        client=next((s.client for s in ctx.spec.seats if s.persona.slug == role.slug), None),
+        rules=[f"圆桌讨论，你是「{role.name}」。保持你的认知立场，不要变成别的角色。", *rules],
+        material=material,
+        output=fmt,
+        others=[r.name for r in st.roles if r.slug != role.slug],
         postprocess=post,
     )
 
@@ -170,25 +163,25 @@ def _all_r1(st: TableState) -> str:
     )
 
 
-async def run(ctx: DebateContext) -> str:
-    spec = ctx.spec
-    mode = spec.options.mode or "standard"
-    if mode not in MODES:
-        raise DebateAborted(f"unknown roundtable mode {mode!r}: quick, standard or deep", outcome="refused")
-    (low, high), rounds = MODES[mode]
+async def _run(ctx: DebateContext) -> str:
+    spec, library = ctx.spec, ctx.library
+    chosen = FORMAT.mode(ctx.options.mode)
+    if chosen is None:
+        raise DebateAborted(f"unknown roundtable mode {ctx.options.mode!r}: quick, standard or deep", outcome="refused")
+    mode, rounds = chosen.name, chosen.rounds
+    low, high = FORMAT.seat_bounds(mode)
     roles = [s.persona for s in spec.seats if s.persona.kind == "debater"]
     report = ReportBuilder(ctx, title=spec.question)
     if not roles:
-        roles, template = recommend_roles(spec.question, spec.domain_templates, spec.pool, mode)
+        roles, template = recommend_roles(spec.question, library.domain_templates, library.pool, mode)
         report.data["recommended_by"] = template.slug if template else "keywords"
     if not low <= len(roles) <= high:
         raise DebateAborted(f"{mode} mode needs {low}–{high} roles, got {len(roles)}", outcome="refused")
-    host = spec.host or DEFAULT_HOST
-    st = TableState(roles, host, spec.options.evidence.strip(), rounds)
+    st = TableState(roles, library.host or DEFAULT_HOST, rounds)
     report.data.update({"mode": mode, "roles": [r.slug for r in roles], "rounds": rounds})
 
     ok, reason = suitability(spec.question)
-    if not ok and not spec.options.force:
+    if not ok and not ctx.options.force:
         return await _answer_directly(ctx, st, report, reason)
 
     if mode == "deep":
@@ -203,7 +196,7 @@ async def run(ctx: DebateContext) -> str:
                 "- 事实/数据：…（来源或“待核实”）",
             )
         )
-        st.facts = "\n\n".join(filter(None, [st.facts, research.text]))
+        ctx.facts = "\n\n".join(filter(None, [ctx.facts, research.text]))
 
     await ctx.phase(1, "r1", "轮次 1 · 独立陈述 Independent statements")
     r1_fmt = "核心论点：一句话\n论据：\n1. …\n2. …\n（2–3 条）\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
@@ -228,12 +221,12 @@ async def run(ctx: DebateContext) -> str:
         if not result.data.get("confidence_stated"):
             await ctx.warn("confidence_missing", f"{result.speaker.name} 未标注置信度，按“中”记录。")
 
-    if rounds > 1 and not spec.options.no_interrupt:
+    if rounds > 1 and not ctx.options.no_interrupt:
         if spec.checkpoint_reply is None:
             await ctx.emit(ev.Checkpoint("轮次 1 已完成。可以补充事实、调整角色，或直接继续。Add facts or continue."))
             return "waiting"
         if spec.checkpoint_reply.strip():
-            st.facts = "\n\n".join(filter(None, [st.facts, "用户在检查点补充：" + spec.checkpoint_reply.strip()]))
+            ctx.facts = "\n\n".join(filter(None, [ctx.facts, "用户在检查点补充：" + spec.checkpoint_reply.strip()]))
             report.data["checkpoint_addition"] = spec.checkpoint_reply.strip()
 
     if rounds > 1:
@@ -317,21 +310,7 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
 
 
 def _host_plan(ctx: DebateContext, st: TableState, key: str, task: str, material: str, fmt: str) -> TurnPlan:
-    decorator = TaskDecorator(
-        topic=ctx.spec.question,
-        facts=st.facts,
-        user_context=ctx.spec.options.user_context,
-        rules=[task, "你是主持人，只做归纳，不代表任何一方。"],
-    )
-    return TurnPlan(
-        key=key,
-        round=st.rounds + 1,
-        phase="host",
-        speaker=st.host,
-        messages=compose(st.host, decorator, material=material, output_format=fmt),
-        max_tokens=ctx.spec.options.max_tokens.get("host", TOKENS["host"]),
-        summary_limit=SUMMARY_LIMIT,
-    )
+    return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=st.rounds + 1)
 
 
 SECTIONS = {
@@ -432,3 +411,48 @@ async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBui
     report.verdict_sections.append(("直接回答 Direct answer", result.text))
     await report.emit(verdict_heading="圆桌讨论 Roundtable")
     return "done"
+
+
+# -- the format ------------------------------------------------------------------------------------
+
+
+@dataclass
+class RoundtableOptions(CommonOptions):
+    mode: str = ""  # quick | standard | deep; empty: standard
+    no_interrupt: bool = False  # run through the checkpoint
+    force: bool = False  # debate even when the suitability check says "answer directly"
+
+
+class Roundtable(Format):
+    name = "roundtable"
+    label = gettext_noop("Roundtable")
+    description = gettext_noop(
+        "Stances and experts state theses blind, must challenge each other, and end on an action guide."
+    )
+    Options = RoundtableOptions
+    seating = Seating(count=(3, 7), host_kind="host")
+    modes = (
+        Mode("standard", gettext_noop("standard (4–5 roles, 3 rounds)"), seats=(4, 5), rounds=3),
+        Mode("quick", gettext_noop("quick (3 roles, 1 round)"), seats=(3, 3), rounds=1),
+        Mode("deep", gettext_noop("deep (5–7 roles, 3 rounds + research)"), seats=(5, 7), rounds=3),
+    )
+    tokens = {"speech": 380, "host": 700}
+    summary_limit = SUMMARY_LIMIT
+    phase_titles = {"r1": "R1 立论", "r2": "R2 交锋", "r3": "R3 修正", "direct": "直接回答"}
+
+    def suggest(self, question, library: LibrarySpec, options=None) -> Suggestion:
+        if not question.strip():
+            return Suggestion()
+        mode = getattr(options, "mode", "") or "standard"
+        roles, template = recommend_roles(question, library.domain_templates, library.pool, mode)
+        note = text(template.name) if template else text(gettext_noop("keyword match"))
+        ok, reason = suitability(question)
+        if not ok:
+            note = text(gettext_noop("answered directly (%(reason)s) · %(how)s"), reason=reason, how=note)
+        return Suggestion([(r, r.tier.upper()) for r in roles], note)
+
+    async def run(self, ctx: DebateContext) -> str:
+        return await _run(ctx)
+
+
+FORMAT = Roundtable()

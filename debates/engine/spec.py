@@ -1,14 +1,14 @@
 """The debate spec: plain dataclasses the engine runs on.
 
 `debates.runner` is the only place that turns ORM rows into these; tests build them directly.
+Each format declares its own `Options` (a subclass of `CommonOptions`) in its module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
-
-FORMATS = ("duel", "panel", "roundtable", "moderated")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class DomainTemplateSpec:
 @dataclass(frozen=True)
 class SeatSpec:
     persona: PersonaSpec
-    position: str = ""  # moderated position-based: "for" | "against"
+    position: str = ""  # position-based debates: "for" | "against"
     client: str | None = None  # key of the LLM client for this seat; None = the debate's default
 
 
@@ -71,19 +71,53 @@ class CompletedTurn:
 
 
 @dataclass
-class Options:
-    rounds: int | None = None  # duel / moderated; None = the protocol default
-    mode: str = ""  # roundtable: quick|standard|deep; moderated: round-robin|position-based|free-form
-    research_budget: str = "standard"  # panel: light|standard|deep
-    no_interrupt: bool = False  # roundtable: run through the checkpoint
+class LibrarySpec:
+    """What the format's libraries offer: the persona pool it may choose from (duel pairing,
+    roundtable and moderated recommendations), the host, cross-critique, pairing rules, domain
+    templates and the protocol (rounds and limits)."""
+
+    pool: list[PersonaSpec] = field(default_factory=list)
+    host: PersonaSpec | None = None
+    critiques: list[CritiqueSpec] = field(default_factory=list)
+    pairing_rules: list[PairingRuleSpec] = field(default_factory=list)
+    domain_templates: list[DomainTemplateSpec] = field(default_factory=list)
+    protocol: dict[str, Any] = field(default_factory=dict)
+
+
+class UnknownOptions(ValueError):
+    pass
+
+
+@dataclass
+class CommonOptions:
+    """Options every format takes. A format's own `Options` adds its fields; `from_dict` refuses
+    keys the format does not know, so a typo or another format's option never passes silently."""
+
     evidence: str = ""  # user-supplied material for the evidence pack
     user_context: str = ""  # what the user says about themselves and their constraints
-    token_budget: int | None = None  # moderated: whole-run budget; panel: explicit cap override
-    max_chars: int | None = None  # moderated: per-speech character limit
-    proposition_type: str = ""  # panel: investment|choice|truth, when the user states it
-    force: bool = False  # roundtable: debate even when the suitability check says "answer directly"
-    max_tokens: dict[str, int] = field(default_factory=dict)  # per turn type overrides
+    max_tokens: dict[str, int] = field(default_factory=dict)  # per turn kind overrides
     temperature: float | None = None
+
+    @classmethod
+    def names(cls) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> CommonOptions:
+        data = dict(data or {})
+        unknown = sorted(set(data) - cls.names())
+        if unknown:
+            raise UnknownOptions(f"unknown option(s) for this format: {', '.join(unknown)}")
+        return cls(**data)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Only what differs from the defaults (what a debate row stores)."""
+        defaults = type(self)()
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(defaults, f.name)
+        }
 
 
 @dataclass
@@ -91,20 +125,10 @@ class DebateSpec:
     question: str
     format: str
     seats: list[SeatSpec] = field(default_factory=list)
-    options: Options = field(default_factory=Options)
-    # The persona pool the format may choose from (duel pairing, roundtable recommendation).
-    pool: list[PersonaSpec] = field(default_factory=list)
-    host: PersonaSpec | None = None  # panel host / moderated moderator
-    critiques: list[CritiqueSpec] = field(default_factory=list)
-    pairing_rules: list[PairingRuleSpec] = field(default_factory=list)
-    domain_templates: list[DomainTemplateSpec] = field(default_factory=list)
-    protocol: dict[str, Any] = field(default_factory=dict)
+    options: CommonOptions = field(default_factory=CommonOptions)
+    library: LibrarySpec = field(default_factory=LibrarySpec)
     # Resume state: finished turns by key, and the user's answer at the roundtable checkpoint.
     completed: dict[str, CompletedTurn] = field(default_factory=dict)
     checkpoint_reply: str | None = None
     # The longest one turn may take, start to end (seconds; None: no limit). Set by the operator.
     turn_deadline: float | None = None
-
-    def __post_init__(self):
-        if self.format not in FORMATS:
-            raise ValueError(f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}")

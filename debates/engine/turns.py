@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
@@ -26,6 +26,9 @@ from debates.providers.base import (
     estimate_messages_tokens,
     estimate_tokens,
 )
+
+if TYPE_CHECKING:
+    from debates.engine.format import Format
 
 # (text) -> (text to keep, parsed data). Runs after streaming: may cut, must not raise.
 PostProcess = Callable[[str], tuple[str, dict[str, Any]]]
@@ -107,14 +110,32 @@ class ClientPool:
 
 
 class DebateContext:
-    def __init__(self, spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None):
+    def __init__(self, spec: DebateSpec, fmt: Format, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None):
         self.spec = spec
+        self.format = fmt
         self.clients = clients
         self.sink = sink
         self.ledger = ledger or Ledger()
         self.warnings: list[ev.Warning] = []
         self.results: dict[str, TurnResult] = {}
         self.order: list[str] = []  # turn keys in plan order (parallel turns finish in any order)
+        # The known facts every turn's task decorator carries: the user's material, then whatever
+        # the format adds on the way (research, the roundtable checkpoint's additions).
+        self.facts = spec.options.evidence.strip()
+
+    @property
+    def options(self):
+        return self.spec.options
+
+    @property
+    def library(self):
+        return self.spec.library
+
+    def max_tokens(self, kind: str) -> int:
+        return self.spec.options.max_tokens.get(kind, self.format.tokens[kind])
+
+    def seat_client(self, slug: str) -> str | None:
+        return next((seat.client for seat in self.spec.seats if seat.persona.slug == slug), None)
 
     async def emit(self, event: ev.Event) -> None:
         await self.sink.emit(event)

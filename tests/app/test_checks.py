@@ -30,3 +30,38 @@ def test_local_development_is_quiet(settings):
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
     settings.SECRET_KEY = DEFAULT_SECRET_KEY
     assert not {"agora.W001", "agora.W002"} & ids()
+
+
+def test_an_unknown_runner_is_an_error(settings):
+    settings.AGORA_RUNNER = "celery"
+    messages = [m for m in run_checks() if m.id == "agora.E001"]
+    assert messages and "AGORA_RUNNER=inprocess" in messages[0].hint
+
+
+def test_workers_need_redis_and_should_not_share_sqlite(settings):
+    settings.AGORA_RUNNER = "worker"
+    settings.REDIS_URL = ""
+    found = {m.id: m for m in run_checks()}
+    assert "agora.E002" in found and "REDIS_URL" in found["agora.E002"].hint
+    assert "agora.W003" in found and "PostgreSQL" in found["agora.W003"].hint
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    assert "agora.E002" not in {m.id for m in run_checks()}
+
+
+def test_the_default_runner_is_quiet(settings):
+    settings.AGORA_RUNNER = "inprocess"
+    assert not {"agora.E001", "agora.E002", "agora.W003"} & {m.id for m in run_checks()}
+
+
+def test_a_yes_no_variable_with_an_unknown_value_stops_start_up(monkeypatch):
+    import pytest
+    from django.core.exceptions import ImproperlyConfigured
+
+    from agora.settings import env_bool
+
+    monkeypatch.setenv("AGORA_TEST_FLAG", "flase")
+    with pytest.raises(ImproperlyConfigured, match="AGORA_TEST_FLAG='flase'"):
+        env_bool("AGORA_TEST_FLAG", False)
+    for word, value in (("Yes", True), ("off", False), ("1", True), ("", False)):
+        monkeypatch.setenv("AGORA_TEST_FLAG", word)
+        assert env_bool("AGORA_TEST_FLAG", not value) is value

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from debates.engine import events as ev
-from debates.engine import run_debate
+from debates.engine import registry
 from debates.engine.budget import Ledger
+from debates.engine.debate import run_debate
 from debates.engine.spec import (
     DebateSpec,
     DomainTemplateSpec,
-    Options,
+    LibrarySpec,
     PairingRuleSpec,
     PersonaSpec,
     SeatSpec,
@@ -119,42 +120,64 @@ MODERATOR = persona("moderator", "主持人", kind="moderator")
 # -- specs --------------------------------------------------------------------------------------
 
 
-def duel_spec(question: str = "参禅与念佛，哪一条路更适合今天的在家人？", seats=(), **kw) -> DebateSpec:
-    kw.setdefault("pool", list(MASTERS))
-    kw.setdefault("pairing_rules", list(PAIRING_RULES))
-    kw.setdefault("protocol", {"default_rounds": 4, "max_rounds": 8})
-    return DebateSpec(question=question, format="duel", seats=[SeatSpec(p) for p in seats], **kw)
+def options(fmt: str, **values):
+    return registry.get(fmt).Options(**values)
+
+
+def duel_spec(
+    question: str = "参禅与念佛，哪一条路更适合今天的在家人？",
+    seats=(),
+    *,
+    critiques=(),
+    protocol=None,
+    pool=None,
+    pairing_rules=None,
+    **kw,
+) -> DebateSpec:
+    library = LibrarySpec(
+        pool=list(MASTERS) if pool is None else list(pool),
+        critiques=list(critiques),
+        pairing_rules=list(PAIRING_RULES) if pairing_rules is None else list(pairing_rules),
+        protocol={"default_rounds": 4, "max_rounds": 8} if protocol is None else protocol,
+    )
+    kw.setdefault("options", options("duel"))
+    return DebateSpec(question=question, format="duel", seats=[SeatSpec(p) for p in seats], library=library, **kw)
 
 
 def panel_spec(
     question: str = "我们团队是否应该在明年全面转向远程办公？",
     roles=None,
-    **options,
+    **values,
 ) -> DebateSpec:
     return DebateSpec(
         question=question,
         format="panel",
         seats=[SeatSpec(p) for p in (roles or PANEL_ROLES)],
-        host=CICERO,
-        options=Options(**options),
+        library=LibrarySpec(host=CICERO),
+        options=options("panel", **values),
     )
 
 
-def table_spec(question: str = "我们的客服产品要不要引入 RAG 知识库？", roles=None, **options) -> DebateSpec:
+def table_spec(question: str = "我们的客服产品要不要引入 RAG 知识库？", roles=None, **values) -> DebateSpec:
     roles = [DEVIL, OPTIMIST, RAG, LLM_ARCH] if roles is None else roles
     return DebateSpec(
         question=question,
         format="roundtable",
         seats=[SeatSpec(p) for p in roles],
-        pool=list(TABLE_POOL),
-        domain_templates=list(TEMPLATES),
-        options=Options(**options),
+        library=LibrarySpec(pool=list(TABLE_POOL), domain_templates=list(TEMPLATES)),
+        options=options("roundtable", **values),
     )
 
 
-def moderated_spec(question: str = "小公司应该先做产品还是先做销售？", seats=None, **options) -> DebateSpec:
+def moderated_spec(question: str = "小公司应该先做产品还是先做销售？", seats=None, **values) -> DebateSpec:
     seats = [SeatSpec(p) for p in (JOBS, MUNGER, CONFUCIUS)] if seats is None else seats
-    return DebateSpec(question=question, format="moderated", seats=seats, host=MODERATOR, options=Options(**options))
+    return DebateSpec(
+        question=question,
+        format="moderated",
+        seats=seats,
+        library=LibrarySpec(host=MODERATOR),
+        options=options("moderated", **values),
+    )
 
 
 # -- running ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from debates.engine import events as ev
-from debates.engine import run_debate
+from debates.engine.debate import run_debate
 from debates.engine.turns import ClientPool
 from testkit.fake_llm import FakeLLM
 from testkit.fake_openai import Fault, Reply, max_overlap, tokenize
@@ -235,9 +235,10 @@ async def test_engine_runs_on_the_in_process_fake_and_records_every_prompt():
 
 
 async def test_a_provider_that_cannot_start_fails_the_debate_with_its_reason():
-    from debates.engine import ClientPool, run_debate
+    from debates.engine.debate import run_debate
     from debates.engine.events import Finished, ListSink
     from debates.engine.spec import DebateSpec, PersonaSpec, SeatSpec
+    from debates.engine.turns import ClientPool
     from debates.providers.base import ProviderUnavailable
     from testkit.fake_llm import FakeLLM
 

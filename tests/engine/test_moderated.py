@@ -134,7 +134,7 @@ async def test_round_robin_order_and_context(harness):
     assert [round_of(req_user(r)) for r in speech_requests(run)] == [1, 1, 1, 2, 2, 2]
     first, second = speech_requests(run)[:2]
     assert "（你是第一位发言者。）" in req_user(first)
-    assert "【史蒂夫·乔布斯】MARK-steve-jobs-1" in req_user(second)  # earlier speeches as context
+    assert "史蒂夫·乔布斯：MARK-steve-jobs-1" in req_user(second)  # earlier speeches as context
     assert "当前模式：round-robin" in req_user(first) and "最大字数：600" in req_user(first)
     assert req_speaker(run.requests[-1]) == CHAIR
     assert run.data["speech_counts"] == {"steve-jobs": 2, "charlie-munger": 2, "confucius": 2}
@@ -265,5 +265,6 @@ def test_recommender_ignores_scores_under_one_half():
 async def test_moderated_stop_sequences_and_finish_event(harness):
     run = await harness.run(moderated_spec(rounds=1), mod_script())
     first = speech_requests(run)[0]
-    assert first.body["stop"] == ["\n【查理·芒格】", "\n【孔子】"]
+    # The same stop strings as every format: other speakers' lines, and the prompt's own headings.
+    assert first.body["stop"] == ["\n查理·芒格：", "\n孔子：", "## 输出格式", "## 本轮规则"]
     assert run.finished == ev.Finished("done")

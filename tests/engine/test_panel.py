@@ -264,7 +264,7 @@ async def test_research_budget_sets_the_cap_from_the_measured_baseline(harness):
     run = await harness.run(panel_spec(research_budget="light"), PanelScript())
 
     baseline = run.turns()["host:baseline"]
-    expected_baseline = baseline.prompt_tokens + len(PANEL_ROLES) * panel.ROUNDS * panel.TOKENS["speech"]
+    expected_baseline = baseline.prompt_tokens + len(PANEL_ROLES) * panel.ROUNDS * panel.FORMAT.tokens["speech"]
     assert run.data["token_cap"] == {
         "research_budget": "light",
         "multiplier": 4.3,

@@ -8,6 +8,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from debates.engine import registry
 from personas.manifests import (
     PURITY_MARKERS,
     SOURCES,
@@ -19,7 +20,7 @@ from personas.manifests import (
     purity_marker,
     validate_manifest,
 )
-from personas.models import Format, Library, Persona, pair_key
+from personas.models import Library, Persona, pair_key
 
 from .conftest import db_snapshot, sample_manifest
 
@@ -111,7 +112,7 @@ def manifests(draw) -> dict:
     library = {
         "slug": draw(SLUG),
         "name": draw(text(30, min_size=1)),
-        "format": draw(st.sampled_from(Format.values)),
+        "format": draw(st.sampled_from(registry.names())),
         "description": draw(text()),
         "protocol": draw(st.sampled_from([{}, {"default_rounds": 4, "max_rounds": 8}, {"note": "free-form"}])),
     }

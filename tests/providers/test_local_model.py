@@ -302,9 +302,11 @@ async def test_real_model_queues_concurrent_turns(real_client):
 @pytest.mark.timeout(180)
 async def test_real_model_runs_a_short_duel_with_a_report(real_client):
     """The acceptance run: a one-round duel on the real model with tiny token limits."""
-    from debates.engine import ClientPool, run_debate
+    from debates.engine.debate import run_debate
+    from debates.engine.duel import DuelOptions
     from debates.engine.events import ListSink, Report, Status, TurnFinished
-    from debates.engine.spec import CritiqueSpec, DebateSpec, Options, PersonaSpec, SeatSpec
+    from debates.engine.spec import CritiqueSpec, DebateSpec, LibrarySpec, PersonaSpec, SeatSpec
+    from debates.engine.turns import ClientPool
 
     huineng = PersonaSpec("huineng", "慧能大师", tradition="禅宗", keywords=("顿悟",), text="直指人心，见性成佛。")
     yinguang = PersonaSpec("yinguang", "印光大师", tradition="净土宗", keywords=("念佛",), text="老实念佛，求生净土。")
@@ -312,8 +314,10 @@ async def test_real_model_runs_a_short_duel_with_a_report(real_client):
         question="念佛与参禅，哪条路更适合现代人修行？",
         format="duel",
         seats=[SeatSpec(huineng), SeatSpec(yinguang)],
-        options=Options(rounds=1, max_tokens={"speech": 40, "close": 40}, temperature=0),
-        critiques=[CritiqueSpec("huineng", "yinguang", "执著名号，未见自性。", "《六祖坛经·疑问品》")],
+        options=DuelOptions(rounds=1, max_tokens={"speech": 40, "close": 40}, temperature=0),
+        library=LibrarySpec(
+            critiques=[CritiqueSpec("huineng", "yinguang", "执著名号，未见自性。", "《六祖坛经·疑问品》")]
+        ),
     )
     sink = ListSink()
     outcome = await run_debate(spec, ClientPool(real_client), sink)

@@ -62,7 +62,7 @@ def debate(db, alice):
 def no_runs(monkeypatch):
     """Views may start debates; these tests only look at who may, so nothing really runs."""
     started = []
-    monkeypatch.setattr("debates.runner.dispatch", started.append)
+    monkeypatch.setattr("debates.control.dispatch", started.append)
     return started
 
 
@@ -181,7 +181,7 @@ def test_share_tokens_are_unguessable(db, alice):
 
 
 @override_settings(AGORA_MAX_RUNNING_PER_USER=1)
-def test_running_limit_refuses_a_new_debate_with_a_clear_message(db, alice, bob, no_runs):
+def test_running_limit_refuses_a_new_debate_with_a_clear_message(libraries, alice, bob, no_runs):
     make_debate(alice, "Already running?", status="running")
     before = Debate.objects.count()
     form = {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"}

@@ -23,9 +23,9 @@ from django.core.exceptions import ValidationError
 from django.test import Client, override_settings
 
 from agora.asgi import application
-from debates import runner
+from debates import runner, specs
 from debates.engine import events as ev
-from debates.engine.spec import Options
+from debates.engine.duel import DuelOptions
 from debates.models import Debate, Provider, Report, Seat, Turn
 from debates.providers.base import estimate_tokens
 from personas.models import Library, Persona
@@ -58,7 +58,7 @@ def make_debate(owner, question="A private question about tea?", status="failed"
 def no_runs(monkeypatch):
     """Views may start debates; these tests look at who may, so nothing really runs."""
     dispatched = []
-    monkeypatch.setattr("debates.runner.dispatch", dispatched.append)
+    monkeypatch.setattr("debates.control.dispatch", dispatched.append)
     return dispatched
 
 
@@ -369,7 +369,7 @@ def test_a_session_grant_dies_with_its_link(alice, bob, no_runs):
 
 async def test_a_reply_is_cut_at_a_ceiling_derived_from_max_tokens(harness):  # noqa: F811 - the imported fixture
     harness.server.inject(Fault.flood(20000), times=None)
-    spec = duel_spec(seats=(HUINENG, YINGUANG), options=Options(rounds=1, max_tokens={"speech": 60, "close": 80}))
+    spec = duel_spec(seats=(HUINENG, YINGUANG), options=DuelOptions(rounds=1, max_tokens={"speech": 60, "close": 80}))
     run = await harness.run(spec)
     assert run.outcome == "done"
     for key, turn in run.turns().items():
@@ -385,7 +385,7 @@ async def test_a_reply_is_cut_at_a_ceiling_derived_from_max_tokens(harness):  # 
 
 async def test_a_turn_that_streams_nothing_fails_at_its_deadline(harness):  # noqa: F811 - the imported fixture
     harness.server.inject(Fault.trickle(0.05), times=None)
-    spec = duel_spec(seats=(HUINENG, YINGUANG), options=Options(rounds=1), turn_deadline=0.6)
+    spec = duel_spec(seats=(HUINENG, YINGUANG), options=DuelOptions(rounds=1), turn_deadline=0.6)
     started = time.monotonic()
     run = await asyncio.wait_for(harness.run(spec), 30)
     elapsed = time.monotonic() - started
@@ -400,7 +400,7 @@ async def test_a_turn_that_streams_nothing_fails_at_its_deadline(harness):  # no
 def test_the_deadline_comes_from_settings(alice, libraries, settings):
     settings.AGORA_TURN_DEADLINE = 42.0
     debate = make_debate(alice)
-    assert runner.build_spec(debate).turn_deadline == 42.0
+    assert specs.debate_spec(debate).turn_deadline == 42.0
 
 
 # -- 9. a library's own max_rounds --------------------------------------------------------------------------
@@ -418,15 +418,15 @@ def test_the_form_uses_the_chosen_personas_library_maximum(short_library, alice,
     form = {"topic": "短辩一场？", "format": "duel", "personas": ["short-a", "short-b"], "rounds": "8"}
     response = client_for(alice).post("/debates/new/", form)
     assert response.status_code == 200 and not Debate.objects.exists()
-    assert response.context["form"].errors["rounds"] == ["A duel in this library has at most 2 rounds."]
+    assert response.context["form"].errors["rounds"] == ["At most 2 rounds in this library."]
 
 
 def test_the_engine_uses_the_seated_library_protocol(short_library, alice):
     debate = Debate.objects.create(owner=alice, question="短辩一场？", format="duel", options={"rounds": 8})
     for order, slug in enumerate(("short-a", "short-b")):
         Seat.objects.create(debate=debate, persona=Persona.objects.get(slug=slug), order=order)
-    spec = runner.build_spec(debate)
-    assert spec.protocol.get("max_rounds") == 2
+    spec = specs.debate_spec(debate)
+    assert spec.library.protocol.get("max_rounds") == 2
 
 
 # -- 10. exports carry neither raw HTML, script links nor invisible characters --------------------------

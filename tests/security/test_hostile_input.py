@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agora.text import strip_invisible
-from debates import runner
+from debates import control
 from debates.forms import create_debate
 from debates.models import Debate
 from debates.rendering import render_markdown
@@ -145,7 +145,7 @@ def no_running_limit(settings):
 def started(monkeypatch):
     """The start view records the new debate instead of running it; the test runs it itself."""
     ids: list[int] = []
-    monkeypatch.setattr(runner, "dispatch", ids.append)
+    monkeypatch.setattr(control, "dispatch", ids.append)
     return ids
 
 

@@ -20,7 +20,7 @@ def libraries(db):
 @pytest.fixture(autouse=True)
 def no_runs(monkeypatch):
     started = []
-    monkeypatch.setattr("debates.runner.runner.start", lambda pk: started.append(pk))
+    monkeypatch.setattr("debates.control.dispatch", started.append)
     return started
 
 

@@ -191,11 +191,11 @@ def test_status_labels_are_translated():
     from django.utils import translation
 
     from debates.models import Status
-    from personas.models import Format
+    from personas.models import format_choices
 
     with translation.override("zh-hans"):
         assert str(Status.WAITING.label) == "检查点等待中"
-        assert str(Format.ROUNDTABLE.label) == "圆桌讨论"
+        assert dict(format_choices())["roundtable"] == "圆桌讨论"
     with translation.override("en"):
         assert str(Status.WAITING.label) == "waiting at checkpoint"
 

@@ -23,6 +23,7 @@ from django.db import close_old_connections
 from django_tasks_db.management.commands.db_worker import Worker
 
 from debates import leases, tasks
+from debates.runner import debate_loop
 
 log = logging.getLogger("debates.worker")
 
@@ -43,7 +44,7 @@ class Command(BaseCommand):
         worker_id = options["worker_id"] or leases.new_runner_id().rsplit(":", 1)[0]
         loop = asyncio.new_event_loop()
         threading.Thread(target=loop.run_forever, name="debates-loop", daemon=True).start()
-        tasks.worker_loop = loop
+        debate_loop.server_loop = loop
 
         workers = [
             Worker(

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from debates import runner
 from debates.engine import events as ev
+from debates.engine import registry
 from debates.forms import create_debate
-from personas.models import Format
 
 
 class TerminalSink:
@@ -75,7 +75,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("question")
-        parser.add_argument("--format", default="duel", choices=Format.values)
+        parser.add_argument("--format", default=registry.names()[0], choices=registry.names())
         parser.add_argument("--personas", default="", help="comma-separated persona slugs (in seat order)")
         parser.add_argument("--positions", default="", help="moderated position-based: slug=for,slug=against")
         parser.add_argument("--rounds", type=int)

@@ -1,0 +1,47 @@
+"""Run one debate: bring the clients up, hand the context to the format, report the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+
+from debates.engine import events as ev
+from debates.engine import registry
+from debates.engine.budget import Ledger
+from debates.engine.spec import DebateSpec
+from debates.engine.turns import ClientPool, DebateAborted, DebateContext
+from debates.providers.base import ProviderError
+
+
+async def run_debate(spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None) -> str:
+    fmt = registry.get(spec.format)
+    if not isinstance(spec.options, fmt.Options):  # e.g. the bare CommonOptions default
+        spec.options = fmt.Options.from_dict(spec.options.as_dict())
+    ctx = DebateContext(spec, fmt, clients, sink, ledger)
+    try:
+        await _prepare(ctx)
+        await ctx.emit(ev.Status("running"))
+        outcome = await fmt.run(ctx) or "done"
+    except DebateAborted as aborted:
+        await ctx.emit(ev.Status(aborted.outcome, str(aborted)))
+        await ctx.emit(ev.Finished(aborted.outcome, str(aborted)))
+        return aborted.outcome
+    except asyncio.CancelledError:
+        await ctx.emit(ev.Status("stopped"))
+        raise
+    await ctx.emit(ev.Status(outcome))
+    await ctx.emit(ev.Finished(outcome))
+    return outcome
+
+
+async def _prepare(ctx: DebateContext) -> None:
+    """Bring every client up (the local model may need to load) and say so while it happens.
+    A provider that cannot start fails the debate with its own words (what to fix)."""
+
+    async def on_status(text: str) -> None:
+        await ctx.emit(ev.Status("loading_model", text))
+
+    for client in ctx.clients.all():
+        try:
+            await client.ensure_ready(on_status)
+        except ProviderError as error:
+            raise DebateAborted(str(error)) from error

@@ -1,0 +1,119 @@
+"""What a debate format is, as one object: its name and labels, its options, who sits at the
+table, its modes and rounds, what it suggests for a question, what the start form can check before
+anything is created, and how it runs.
+
+Each format module defines a `Format` subclass and registers one instance (`registry.register`).
+The web layer (form, suggestions, runner, start page) and the CLI ask the format; nothing outside
+the format modules and the registry branches on a format's name.
+
+Labels and user-facing texts here are English msgids (marked with `gettext_noop` so the web
+layer's catalogue holds them); the web layer translates them for each viewer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec
+
+if TYPE_CHECKING:
+    from debates.engine.turns import DebateContext
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    label: str  # msgid
+    seats: tuple[int, int] | None = None  # personas this mode seats, when it differs from the format's
+    rounds: int | None = None  # rounds this mode runs, when fixed
+    positions: bool = False  # each seat argues an assigned side (for / against)
+
+
+@dataclass(frozen=True)
+class Seating:
+    """Who sits at the table."""
+
+    count: tuple[int, int]  # personas a user may choose, min–max
+    host_kind: str | None = None  # the persona kind that hosts ("host", "moderator"), if any
+    agora_chooses: bool = True  # nobody chosen: the format picks (pairing, the library's roles, …)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """Whether the user sets the number of rounds, and within what: the default and maximum come
+    from the library's protocol (`default_rounds`, `max_rounds`) when it has them."""
+
+    user_sets: bool = False
+    default: int | None = None
+    maximum: int | None = None
+
+    def default_for(self, protocol: dict) -> int | None:
+        return int(protocol.get("default_rounds", self.default)) if self.default is not None else None
+
+    def maximum_for(self, protocol: dict) -> int | None:
+        return int(protocol.get("max_rounds", self.maximum)) if self.maximum is not None else None
+
+
+@dataclass
+class Suggestion:
+    """What the format would do with a question, shown as the user types."""
+
+    personas: list[tuple[PersonaSpec, str]] = field(default_factory=list)  # (persona, note)
+    note: Text | None = None  # how they were chosen
+    refusal: Text | None = None  # why the format cannot run this question as it stands
+
+
+class Format:
+    name: ClassVar[str]
+    label: ClassVar[str]  # msgid, e.g. "Duel"
+    description: ClassVar[str] = ""  # msgid: one line for the start page
+    Options: ClassVar[type[CommonOptions]] = CommonOptions
+    seating: ClassVar[Seating]
+    modes: ClassVar[tuple[Mode, ...]] = ()
+    rounds: ClassVar[Rounds] = Rounds()
+    # Default max_tokens per turn kind ("speech", "host", "verdict", …); Options.max_tokens overrides.
+    tokens: ClassVar[dict[str, int]] = {"speech": 400, "host": 600}
+    summary_limit: ClassVar[int] = 80
+    phase_titles: ClassVar[dict[str, str]] = {}  # the transcript's heading for each of its phases
+
+    # -- what the start form and the runner ask -----------------------------------------------
+
+    def mode(self, name: str | None) -> Mode | None:
+        """The named mode, or the default (first) one when `name` is empty; None when unknown."""
+        if not self.modes:
+            return None
+        if not name:
+            return self.modes[0]
+        return next((m for m in self.modes if m.name == name), None)
+
+    def seat_bounds(self, mode: str | None = None) -> tuple[int, int]:
+        chosen = self.mode(mode)
+        return chosen.seats if chosen and chosen.seats else self.seating.count
+
+    def check(
+        self, question: str, personas: list[PersonaSpec], options: CommonOptions, library: LibrarySpec
+    ) -> dict[str, Text]:
+        """What the start form can know before anything is created: {field name: message}. The
+        default checks the seat count and the rounds; formats add what they can decide up front."""
+        problems = {}
+        low, high = self.seat_bounds(getattr(options, "mode", ""))
+        if (personas or not self.seating.agora_chooses) and not low <= len(personas) <= high:
+            bounds = str(low) if low == high else f"{low}–{high}"
+            message = gettext_noop("This format seats %(bounds)s personas; you chose %(count)d.")
+            problems["personas"] = text(message, bounds=bounds, count=len(personas))
+        maximum = self.rounds.maximum_for(library.protocol)
+        requested = getattr(options, "rounds", None)
+        if requested and maximum and requested > maximum:
+            problems["rounds"] = text(gettext_noop("At most %(max)d rounds in this library."), max=maximum)
+        return problems
+
+    def suggest(self, question: str, library: LibrarySpec, options: CommonOptions | None = None) -> Suggestion:
+        return Suggestion()
+
+    async def run(self, ctx: DebateContext) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<Format {self.name}>"

@@ -1,0 +1,85 @@
+"""One turn builder for every format: a `TurnPlan` from who speaks, the turn's key and rules, what
+it may see and the output it must give. The topic, the known facts, the user's context, the
+persona's domain bridge, the seat's LLM client, `max_tokens` by kind and the stop strings are
+filled in here, the same way for every format."""
+
+from __future__ import annotations
+
+from debates.engine.prompts import TaskDecorator, compose, domain_bridge, stop_before
+from debates.engine.spec import PersonaSpec
+from debates.engine.turns import DebateContext, PostProcess, TurnPlan
+
+HOST_RULE = "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"
+
+
+def plan(
+    ctx: DebateContext,
+    speaker: PersonaSpec,
+    key: str,
+    *,
+    round_no: int,
+    phase: str,
+    rules: list[str],
+    material: str = "",
+    output: str = "",
+    kind: str = "speech",
+    postprocess: PostProcess | None = None,
+    others: list[str] = (),
+    stop: list[str] | None = None,
+    duty: str = "",
+    exempt: bool = False,
+    max_tokens: int | None = None,
+) -> TurnPlan:
+    """A speech (or any turn): `others` are the names of the other speakers, whose lines a small
+    model might start writing (the turn stops there); `stop` replaces the default stop strings."""
+    decorator = TaskDecorator(
+        topic=ctx.spec.question,
+        facts=ctx.facts,
+        user_context=ctx.options.user_context,
+        domain_bridge=domain_bridge(speaker) if speaker.kind == "debater" else "",
+        rules=list(rules),
+    )
+    return TurnPlan(
+        key=key,
+        round=round_no,
+        phase=phase,
+        speaker=speaker,
+        messages=compose(speaker, decorator, material=material, output_format=output, duty=duty),
+        max_tokens=max_tokens or ctx.max_tokens(kind),
+        summary_limit=ctx.format.summary_limit,
+        stop=stop if stop is not None else stop_before(list(others)),
+        client=ctx.seat_client(speaker.slug),
+        postprocess=postprocess,
+        exempt_from_cap=exempt,
+    )
+
+
+def host_plan(
+    ctx: DebateContext,
+    host: PersonaSpec,
+    key: str,
+    *,
+    task: str,
+    round_no: int,
+    material: str = "",
+    output: str = "",
+    kind: str = "host",
+    exempt: bool = False,
+    max_tokens: int | None = None,
+    phase: str = "host",
+) -> TurnPlan:
+    """A turn of the host or moderator: procedure and record only, in neutral language."""
+    return plan(
+        ctx,
+        host,
+        key,
+        round_no=round_no,
+        phase=phase,
+        rules=[task, HOST_RULE],
+        material=material,
+        output=output,
+        kind=kind,
+        duty="你是主持人，语言中性。",
+        exempt=exempt,
+        max_tokens=max_tokens,
+    )

@@ -1,0 +1,92 @@
+"""ORM rows → the engine's dataclasses. The only place that does this: the runner builds a whole
+debate's spec here, the start form and the suggestion box the library part of it."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from debates import clients
+from debates.engine import registry
+from debates.engine.format import Format
+from debates.engine.spec import (
+    CommonOptions,
+    CompletedTurn,
+    CritiqueSpec,
+    DebateSpec,
+    DomainTemplateSpec,
+    LibrarySpec,
+    PairingRuleSpec,
+    PersonaSpec,
+    SeatSpec,
+)
+from debates.models import Debate, Turn
+from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
+
+
+def persona_spec(p: Persona) -> PersonaSpec:
+    return PersonaSpec(
+        slug=p.slug,
+        name=p.name,
+        kind=p.kind,
+        tier=p.tier,
+        role=p.role,
+        tradition=p.tradition,
+        keywords=tuple(p.keywords),
+        description=p.description,
+        text=p.persona_text(),
+        veto_right=p.veto_right,
+        schema_type=p.schema_type,
+        density_score=p.density_score,
+    )
+
+
+def library_spec(fmt: Format, seated: list[Persona] = ()) -> LibrarySpec:
+    """The format's libraries as the engine sees them. The protocol (rounds, limits) is the seated
+    personas' library's, else the format's first library's."""
+    libraries = Library.objects.filter(format=fmt.name)
+    pool_rows = list(Persona.objects.filter(library__in=libraries).select_related("library"))
+    everyone = {p.pk: p for p in [*pool_rows, *seated]}
+    slugs = [p.slug for p in everyone.values()]
+    critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).select_related(
+        "source", "target"
+    )
+    host_kind = fmt.seating.host_kind
+    host = next((p for p in pool_rows if host_kind and p.kind == host_kind), None)
+    library = seated[0].library if seated else libraries.first()
+    return LibrarySpec(
+        pool=[persona_spec(p) for p in everyone.values() if p.kind == "debater"],
+        host=persona_spec(host) if host else None,
+        critiques=[CritiqueSpec(c.source.slug, c.target.slug, c.point, c.citation) for c in critiques],
+        pairing_rules=[
+            PairingRuleSpec((r.persona_a.slug, r.persona_b.slug), tuple(r.keywords), r.default_rounds, r.label)
+            for r in PairingRule.objects.filter(library__in=libraries).select_related("persona_a", "persona_b")
+        ],
+        domain_templates=[
+            DomainTemplateSpec(t.slug, t.name, tuple(t.keywords), tuple(t.roles.values_list("slug", flat=True)))
+            for t in DomainTemplate.objects.filter(library__in=libraries).prefetch_related("roles")
+        ],
+        protocol=dict(library.protocol) if library else {},
+    )
+
+
+def options_of(debate: Debate) -> CommonOptions:
+    return registry.get(debate.format).Options.from_dict(debate.options)
+
+
+def debate_spec(debate: Debate) -> DebateSpec:
+    fmt = registry.get(debate.format)
+    seats = list(debate.seats.select_related("persona__library", "provider"))
+    completed = {
+        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+        for t in debate.turns.filter(state=Turn.State.DONE)
+    }
+    return DebateSpec(
+        question=debate.question,
+        format=fmt.name,
+        seats=[SeatSpec(persona_spec(s.persona), s.position, clients.seat_key(s.provider, s.model)) for s in seats],
+        options=options_of(debate),
+        library=library_spec(fmt, [s.persona for s in seats]),
+        completed=completed,
+        checkpoint_reply=debate.checkpoint_reply,
+        turn_deadline=settings.AGORA_TURN_DEADLINE,
+    )
