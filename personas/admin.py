@@ -16,16 +16,9 @@ from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
 from personas.coverage import coverage
-from personas.manifests import (
-    MAX_MANIFEST_BYTES,
-    PURITY_FIELDS,
-    ManifestInvalid,
-    dump_manifest,
-    export_library,
-    import_manifest,
-    parse_manifest,
-    purity_marker,
-)
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import export_library, import_manifest
+from personas.manifest.text import MAX_MANIFEST_BYTES, dump_manifest, parse_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona, pair_key
 
 # Importing a manifest writes all of these; the view asks for every one rather than guess.
@@ -36,12 +29,6 @@ IMPORT_PERMISSIONS = (
     "personas.change_persona",
     "personas.delete_persona",
 )
-
-
-def manifest_download(library: Library) -> HttpResponse:
-    response = HttpResponse(dump_manifest(export_library(library)), content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{library.slug}.json"'
-    return response
 
 
 # --- libraries -----------------------------------------------------------------------------------
@@ -103,7 +90,7 @@ class LibraryAdmin(admin.ModelAdmin):
         if queryset.count() != 1:
             self.message_user(request, _("Select exactly one library to export."), messages.WARNING)
             return None
-        return manifest_download(queryset.get())
+        return self.download(queryset.get())
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -117,7 +104,13 @@ class LibraryAdmin(admin.ModelAdmin):
         library = get_object_or_404(Library, pk=pk)
         if not self.has_view_permission(request, library):
             raise PermissionDenied
-        return manifest_download(library)
+        return self.download(library)
+
+    def download(self, library: Library) -> HttpResponse:
+        text = dump_manifest(export_library(library))
+        response = HttpResponse(text, content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{library.slug}.json"'
+        return response
 
     def import_view(self, request):
         if not request.user.has_perms(IMPORT_PERMISSIONS):
@@ -162,48 +155,8 @@ class CrossCritiqueInline(admin.TabularInline):
     }
 
 
-class PersonaForm(forms.ModelForm):
-    """The importer's purity rule, applied to hand edits too."""
-
-    class Meta:
-        model = Persona
-        fields = (
-            "library",
-            "slug",
-            "name",
-            "kind",
-            "tier",
-            "role",
-            "tradition",
-            "keywords",
-            "description",
-            "description_en",
-            *Persona.TEXT_FIELDS,
-            "veto_right",
-            "preferred_model",
-            "schema_type",
-            "density_score",
-            "source",
-        )
-
-    def clean(self):
-        data = super().clean()
-        texts = [(name, data.get(name)) for name in PURITY_FIELDS]
-        texts += [("keywords", k) for k in data.get("keywords") or [] if isinstance(k, str)]
-        for name, value in texts:
-            marker = purity_marker(value) if isinstance(value, str) else None
-            if marker and name not in self.errors:
-                self.add_error(
-                    name,
-                    _('Reads like a debate question ("%(marker)s"); persona text describes who the persona is.')
-                    % {"marker": marker},
-                )
-        return data
-
-
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
-    form = PersonaForm
     list_display = ("slug", "name", "library", "kind", "tier", "tradition", "critiques_out", "critiques_in")
     list_filter = ("library", "tier", "tradition", "kind")
     ordering = ("library__slug", "slug")  # annotated querysets drop Meta.ordering

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from personas.manifests import import_manifest
+from personas.manifest.io import import_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 
 MODELS = (Library, Persona, CrossCritique, PairingRule, DomainTemplate, DomainTemplate.roles.through)

@@ -8,7 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from personas.manifests import bundled_manifest_paths, dump_manifest, export_library
+from personas.manifest.io import bundled_manifest_paths, export_library
+from personas.manifest.text import dump_manifest
 from personas.models import CrossCritique, Library, PairingRule, Persona
 
 from .conftest import db_snapshot, sample_manifest

@@ -8,18 +8,13 @@ from django.db import transaction
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from personas.manifests import (
-    PURITY_MARKERS,
-    SOURCES,
-    ManifestInvalid,
-    dump_manifest,
-    export_library,
-    import_manifest,
-    parse_manifest,
-    purity_marker,
-    validate_manifest,
-)
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import export_library, import_manifest
+from personas.manifest.text import dump_manifest, parse_manifest
+from personas.manifest.validation import validate_manifest
 from personas.models import Format, Library, Persona, pair_key
+from personas.purity import MARKERS as PURITY_MARKERS
+from personas.purity import purity_marker
 
 from .conftest import db_snapshot, sample_manifest
 
@@ -79,7 +74,7 @@ def persona(draw, slug: str, others: list[str]) -> dict:
         "preferred_model": draw(text(20)),
         "schema_type": draw(text(20)),
         "density_score": draw(DENSITY),
-        "source": draw(st.sampled_from(SOURCES)),
+        "source": draw(st.sampled_from(Persona.Source.values)),
         "cross_critique": draw(st.lists(critique, max_size=3)) if others else [],
     }
 
