@@ -40,7 +40,7 @@ def _no_nul(value: str) -> str:
 Text = Annotated[str, AfterValidator(_no_nul)]
 # The models' blank=False refuses only ""; the admin's forms strip whitespace first, so a manifest
 # must not slip "  " past them.
-Filled = Annotated[Text, StringConstraints(pattern=r"\S")]
+Filled = Annotated[str, StringConstraints(pattern=r"\S"), AfterValidator(_no_nul)]
 Words = Annotated[list[Filled], Field(description="a list of strings")]
 
 
