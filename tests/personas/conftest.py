@@ -66,6 +66,14 @@ def db_snapshot() -> dict:
     return {model._meta.label: list(model.objects.order_by("pk").values()) for model in MODELS}
 
 
+def db_content() -> dict:
+    """db_snapshot without row ids and timestamps, which a re-import may renumber or touch."""
+    return {
+        label: [{k: v for k, v in row.items() if k not in ("id", "updated_at")} for row in rows]
+        for label, rows in db_snapshot().items()
+    }
+
+
 def db_counts() -> dict:
     return {model._meta.label: model.objects.count() for model in MODELS}
 
