@@ -17,9 +17,9 @@ Location = tuple[str | int, ...]
 
 def row_errors(data: Any, refused: set[Location]) -> list[ManifestError]:
     """Model errors of every row; a field the schema refused (at a location in `refused`) is left out."""
-    check = _RowCheck(refused)
     if not isinstance(data, dict):
         return []
+    check = _RowCheck(refused)
     library = Library()  # the fallback maximum rounds for pairing rules when the library is refused
     if isinstance(data.get("library"), dict):
         library = check(Library, data["library"], ("library",))
