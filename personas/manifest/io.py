@@ -109,16 +109,12 @@ def _write_batch(manifests: list[dict]) -> list[ImportResult]:
     return results
 
 
-class _PersonaLookup:
+class _PersonaLookup(dict):
     """Personas by slug: those just written, then any stored persona a reference names."""
 
-    def __init__(self, personas: dict[str, Persona]):
-        self.personas = dict(personas)
-
-    def __getitem__(self, slug: str) -> Persona:
-        if slug not in self.personas:
-            self.personas[slug] = Persona.objects.get(slug=slug)
-        return self.personas[slug]
+    def __missing__(self, slug: str) -> Persona:
+        self[slug] = Persona.objects.get(slug=slug)
+        return self[slug]
 
 
 def _upsert_library(entry: dict) -> ImportResult:
