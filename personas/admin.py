@@ -3,8 +3,6 @@ templates, the critique coverage view, and manifest import / export (docs/manife
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -17,16 +15,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
-from personas.manifests import (
-    MAX_MANIFEST_BYTES,
-    PURITY_FIELDS,
-    ManifestInvalid,
-    dump_manifest,
-    export_library,
-    import_manifest,
-    parse_manifest,
-    purity_marker,
-)
+from personas.coverage import coverage
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import export_library, import_manifest
+from personas.manifest.text import MAX_MANIFEST_BYTES, dump_manifest, parse_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona, pair_key
 
 # Importing a manifest writes all of these; the view asks for every one rather than guess.
@@ -37,12 +29,6 @@ IMPORT_PERMISSIONS = (
     "personas.change_persona",
     "personas.delete_persona",
 )
-
-
-def manifest_download(library: Library) -> HttpResponse:
-    response = HttpResponse(dump_manifest(export_library(library)), content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{library.slug}.json"'
-    return response
 
 
 # --- libraries -----------------------------------------------------------------------------------
@@ -104,7 +90,7 @@ class LibraryAdmin(admin.ModelAdmin):
         if queryset.count() != 1:
             self.message_user(request, _("Select exactly one library to export."), messages.WARNING)
             return None
-        return manifest_download(queryset.get())
+        return self.download(queryset.get())
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -118,7 +104,13 @@ class LibraryAdmin(admin.ModelAdmin):
         library = get_object_or_404(Library, pk=pk)
         if not self.has_view_permission(request, library):
             raise PermissionDenied
-        return manifest_download(library)
+        return self.download(library)
+
+    def download(self, library: Library) -> HttpResponse:
+        text = dump_manifest(export_library(library))
+        response = HttpResponse(text, content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{library.slug}.json"'
+        return response
 
     def import_view(self, request):
         if not request.user.has_perms(IMPORT_PERMISSIONS):
@@ -163,48 +155,8 @@ class CrossCritiqueInline(admin.TabularInline):
     }
 
 
-class PersonaForm(forms.ModelForm):
-    """The importer's purity rule, applied to hand edits too."""
-
-    class Meta:
-        model = Persona
-        fields = (
-            "library",
-            "slug",
-            "name",
-            "kind",
-            "tier",
-            "role",
-            "tradition",
-            "keywords",
-            "description",
-            "description_en",
-            *Persona.TEXT_FIELDS,
-            "veto_right",
-            "preferred_model",
-            "schema_type",
-            "density_score",
-            "source",
-        )
-
-    def clean(self):
-        data = super().clean()
-        texts = [(name, data.get(name)) for name in PURITY_FIELDS]
-        texts += [("keywords", k) for k in data.get("keywords") or [] if isinstance(k, str)]
-        for name, value in texts:
-            marker = purity_marker(value) if isinstance(value, str) else None
-            if marker and name not in self.errors:
-                self.add_error(
-                    name,
-                    _('Reads like a debate question ("%(marker)s"); persona text describes who the persona is.')
-                    % {"marker": marker},
-                )
-        return data
-
-
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
-    form = PersonaForm
     list_display = ("slug", "name", "library", "kind", "tier", "tradition", "critiques_out", "critiques_in")
     list_filter = ("library", "tier", "tradition", "kind")
     ordering = ("library__slug", "slug")  # annotated querysets drop Meta.ordering
@@ -299,92 +251,13 @@ class PersonaAdmin(admin.ModelAdmin):
     def coverage_view(self, request):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        counts = critique_counts()
-        library = request.GET.get("library", "")
-        rules = PairingRule.objects.select_related("library", "persona_a", "persona_b").order_by(
-            "library__slug", "order", "id"
-        )
-        if library:
-            rules = rules.filter(library__slug=library)
-        rows = [CoverageRow.build(r.persona_a, r.persona_b, counts, rule=r) for r in rules]
-        picked, pick_errors = picked_pair(request.GET.get("a", ""), request.GET.get("b", ""), counts)
         context = {
             **self.admin_site.each_context(request),
             "title": _("Cross-critique coverage"),
             "opts": self.model._meta,
-            "rows": rows,
-            "totals": {
-                status.replace("-", "_"): sum(r.status == status for r in rows)
-                for status in ("both", "one-sided", "none")
-            },
-            "picked": picked,
-            "pick_errors": pick_errors,
-            "picks": [("a", request.GET.get("a", "")), ("b", request.GET.get("b", ""))],
-            "library": library,
-            "libraries": Library.objects.filter(pairing_rules__isnull=False).distinct(),
-            "persona_choices": Persona.objects.order_by("library__name", "name").values_list("slug", "name"),
+            **coverage(request.GET.get("library", ""), request.GET.get("a", ""), request.GET.get("b", "")),
         }
         return TemplateResponse(request, "admin/personas/persona/coverage.html", context)
-
-
-# --- coverage ------------------------------------------------------------------------------------
-
-
-def critique_counts() -> dict[tuple[int, int], int]:
-    """Entries per directed (source id, target id), in one query."""
-    rows = CrossCritique.objects.values("source_id", "target_id").annotate(n=Count("id")).order_by()
-    return {(r["source_id"], r["target_id"]): r["n"] for r in rows}
-
-
-@dataclass
-class CoverageRow:
-    a: Persona
-    b: Persona
-    a_to_b: int
-    b_to_a: int
-    rule: PairingRule | None = None
-
-    @classmethod
-    def build(cls, a, b, counts, rule=None) -> CoverageRow:
-        return cls(a, b, counts.get((a.pk, b.pk), 0), counts.get((b.pk, a.pk), 0), rule)
-
-    @property
-    def key(self) -> str:
-        return pair_key(self.a.slug, self.b.slug)
-
-    @property
-    def status(self) -> str:
-        # A duel whose ammunition runs one way opens with a warning (PROTOCOLS.md §1): flag it.
-        if self.a_to_b and self.b_to_a:
-            return "both"
-        return "one-sided" if self.a_to_b or self.b_to_a else "none"
-
-    def entries(self, source: Persona, target: Persona):
-        return CrossCritique.objects.filter(source=source, target=target).order_by("order", "id")
-
-    @property
-    def a_entries(self):
-        return self.entries(self.a, self.b)
-
-    @property
-    def b_entries(self):
-        return self.entries(self.b, self.a)
-
-
-def picked_pair(a_slug: str, b_slug: str, counts) -> tuple[CoverageRow | None, list[str]]:
-    """The pair asked for with ?a=&b=, or the reasons it cannot be shown."""
-    a_slug, b_slug = a_slug.strip(), b_slug.strip()
-    if not a_slug and not b_slug:
-        return None, []
-    found = Persona.objects.in_bulk([s for s in (a_slug, b_slug) if s], field_name="slug")
-    errors = [str(_('Unknown persona "%(slug)s".') % {"slug": s}) for s in (a_slug, b_slug) if s and s not in found]
-    if not a_slug or not b_slug:
-        errors.append(str(_("Pick two personas.")))
-    elif a_slug == b_slug:
-        errors.append(str(_("Pick two different personas.")))
-    if errors:
-        return None, errors
-    return CoverageRow.build(found[a_slug], found[b_slug], counts), []
 
 
 # --- critiques, pairing rules, templates -----------------------------------------------------------

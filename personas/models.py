@@ -4,12 +4,14 @@ A persona holds only *who it is* (the purity rule of PROTOCOLS.md); the question
 time through the task decorator, so nothing here may name a particular debate question.
 """
 
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
+from personas.purity import purity_errors
 
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 slug_validator = RegexValidator(SLUG_PATTERN, _("Lowercase letters, digits and single hyphens."))
@@ -17,6 +19,11 @@ slug_validator = RegexValidator(SLUG_PATTERN, _("Lowercase letters, digits and s
 # The protocol maximum for duel rounds when a library sets none (README: "Formats").
 DEFAULT_ROUNDS = 4
 MAX_ROUNDS = 8
+
+
+def validate_density(value: float) -> None:
+    if value != -1 and not 0 <= value <= 10:
+        raise ValidationError(_("Leave empty, or use -1 or a number from 0 to 10."), code="density")
 
 
 def pair_key(slug_a: str, slug_b: str) -> str:
@@ -75,6 +82,10 @@ class Persona(models.Model):
         MASTER = "master", _("Master")
         PANEL_ROLE = "panel", _("Panel role")
 
+    class Source(models.TextChoices):
+        BUNDLED = "bundled", _("Bundled")
+        EXTERNAL = "external-import", _("External import")
+
     library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="personas")
     slug = models.CharField(_("slug"), max_length=80, unique=True, validators=[slug_validator])
     name = models.CharField(_("display name"), max_length=120)
@@ -95,8 +106,8 @@ class Persona(models.Model):
     preferred_model = models.CharField(_("preferred model"), max_length=120, blank=True)
     # Moderated-format manifest fields (debate-moderator seed): schema type and density score.
     schema_type = models.CharField(_("schema type"), max_length=40, blank=True)
-    density_score = models.FloatField(_("density score"), null=True, blank=True)
-    source = models.CharField(_("source"), max_length=40, default="bundled", help_text=_("bundled or external-import"))
+    density_score = models.FloatField(_("density score"), null=True, blank=True, validators=[validate_density])
+    source = models.CharField(_("source"), max_length=40, choices=Source.choices, default=Source.BUNDLED)
     updated_at = models.DateTimeField(auto_now=True)
 
     TEXT_FIELDS = (
@@ -133,6 +144,17 @@ class Persona(models.Model):
 
     def __str__(self):
         return f"{strip_invisible(self.name)} ({self.slug})"
+
+    def clean(self):
+        errors = purity_errors(vars(self))
+        # Hosts and moderators hold procedural power only (the constraint persona_host_does_not_debate).
+        if self.kind in (self.Kind.HOST, self.Kind.MODERATOR):
+            if self.tier:
+                errors.setdefault("tier", []).append(_("A host or moderator has no tier."))
+            if self.veto_right:
+                errors.setdefault("veto_right", []).append(_("A host or moderator has no veto right."))
+        if errors:
+            raise ValidationError(errors)
 
     def persona_text(self) -> str:
         """The persona proper, in the five headed parts every format's prompt carries."""
@@ -176,16 +198,12 @@ class PairingRule(models.Model):
 
     library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="pairing_rules")
     label = models.CharField(_("label"), max_length=200, blank=True)
-    keywords = models.JSONField(_("topic keywords"), default=list)
+    keywords = models.JSONField(_("topic keywords"), default=list, blank=True)
     persona_a = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
     persona_b = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="+")
     pair_key = models.CharField(_("pair key"), max_length=170, editable=False)
-    default_rounds = models.PositiveSmallIntegerField(
-        _("rounds for this pair"),
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(MAX_ROUNDS)],
-    )
+    # Bounded by the library's max_rounds (clean), not by a constant: libraries set their own maximum.
+    default_rounds = models.PositiveSmallIntegerField(_("rounds for this pair"), null=True, blank=True)
     order = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -208,6 +226,15 @@ class PairingRule(models.Model):
         self.pair_key = pair_key(self.persona_a.slug, self.persona_b.slug)
         super().save(*args, **kwargs)
 
+    def clean(self):
+        try:
+            maximum = self.library.max_rounds
+        except Library.DoesNotExist:  # the form reports the missing library
+            maximum = MAX_ROUNDS
+        if self.default_rounds is not None and not 1 <= self.default_rounds <= maximum:
+            message = _("A whole number from 1 to %(maximum)s, the library's maximum rounds.")
+            raise ValidationError({"default_rounds": ValidationError(message, params={"maximum": maximum})})
+
 
 class DomainTemplate(models.Model):
     """A roundtable scene template: domain keywords that recommend a set of roles."""
@@ -215,7 +242,7 @@ class DomainTemplate(models.Model):
     library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="domain_templates")
     slug = models.SlugField(validators=[slug_validator])
     name = models.CharField(_("name"), max_length=200)
-    keywords = models.JSONField(_("domain keywords"), default=list)
+    keywords = models.JSONField(_("domain keywords"), default=list, blank=True)
     roles = models.ManyToManyField(Persona, related_name="domain_templates", verbose_name=_("roles"))
 
     class Meta:

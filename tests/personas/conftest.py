@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from personas.manifests import import_manifest
+from personas.manifest.io import import_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 
 MODELS = (Library, Persona, CrossCritique, PairingRule, DomainTemplate, DomainTemplate.roles.through)
@@ -64,6 +64,14 @@ def sample_manifest(slug: str = "test-duel", prefix: str = "t") -> dict:
 def db_snapshot() -> dict:
     """Every row of every persona table, for 'the database is unchanged' assertions."""
     return {model._meta.label: list(model.objects.order_by("pk").values()) for model in MODELS}
+
+
+def db_content() -> dict:
+    """db_snapshot without row ids and timestamps, which a re-import may renumber or touch."""
+    return {
+        label: [{k: v for k, v in row.items() if k not in ("id", "updated_at")} for row in rows]
+        for label, rows in db_snapshot().items()
+    }
 
 
 def db_counts() -> dict:

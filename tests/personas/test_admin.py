@@ -8,7 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from personas.manifests import bundled_manifest_paths, dump_manifest, export_library
+from personas.manifest.io import bundled_manifest_paths, export_library
+from personas.manifest.text import dump_manifest
 from personas.models import CrossCritique, Library, PairingRule, Persona
 
 from .conftest import db_snapshot, sample_manifest
@@ -119,6 +120,17 @@ def test_duplicate_pairing_rule_in_the_admin_is_a_form_error(admin_client, impor
     assert response.status_code == 200
     assert "already has a rule for the pair t-alpha-vs-t-beta" in str(response.context["adminform"].form.errors)
     assert PairingRule.objects.filter(library=imported).count() == 1
+
+
+@pytest.mark.parametrize(("rounds", "refused"), [("8", False), ("9", True), ("0", True)])
+def test_pairing_rule_rounds_stay_within_the_library_maximum(admin_client, imported, rounds, refused):
+    alpha, host = Persona.objects.get(slug="t-alpha"), Persona.objects.get(slug="t-host")
+    data = {"library": imported.pk, "keywords": "[]", "persona_a": alpha.pk, "persona_b": host.pk, "order": 0}
+    response = admin_client.post(reverse("admin:personas_pairingrule_add"), {**data, "default_rounds": rounds})
+    assert PairingRule.objects.filter(pair_key="t-alpha-vs-t-host").exists() is not refused
+    if refused:
+        (error,) = response.context["adminform"].form.errors["default_rounds"]
+        assert "from 1 to 8, the library's maximum" in error
 
 
 def test_pairing_rule_and_template_pages(admin_client, imported):
@@ -323,3 +335,14 @@ def test_persona_edit_applies_the_purity_rule(admin_client, imported):
     assert response.status_code == 200
     assert "本场议题" in str(response.context["adminform"].form.errors["cognitive_frame"])
     assert Persona.objects.get(pk=alpha.pk).cognitive_frame == "以戒为师。"
+
+
+def test_persona_edit_keeps_hosts_procedural(admin_client, imported):
+    host = Persona.objects.get(slug="t-host")
+    data = persona_post_data(host, tier="master", veto_right="on", density_score="11")
+    response = admin_client.post(reverse("admin:personas_persona_change", args=[host.pk]), data)
+    errors = response.context["adminform"].form.errors
+    assert errors["tier"] == ["A host or moderator has no tier."]
+    assert errors["veto_right"] == ["A host or moderator has no veto right."]
+    assert errors["density_score"] == ["Leave empty, or use -1 or a number from 0 to 10."]
+    assert Persona.objects.get(pk=host.pk).tier == ""

@@ -11,7 +11,8 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from personas.manifests import bundled_manifest_paths, dump_manifest, export_library, normalize_manifest
+from personas.manifest.io import bundled_manifest_paths, export_library, normalize_manifest
+from personas.manifest.text import dump_manifest
 from personas.models import Library
 
 from .conftest import db_counts, db_snapshot, sample_manifest
@@ -56,7 +57,7 @@ def test_import_library_refuses_a_bad_manifest_and_changes_nothing(tmp_path, imp
     lines = err.getvalue().splitlines()
     assert 'personas[0].cross_critique[0].target: unknown persona "ghost"' in lines
     assert any(
-        line.startswith('personas[1].expression_style: reads like a debate question ("辩题：")') for line in lines
+        line.startswith('personas[1].expression_style: Reads like a debate question ("辩题：")') for line in lines
     )
     assert db_snapshot() == before
 

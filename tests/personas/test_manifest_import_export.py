@@ -2,15 +2,10 @@
 
 import pytest
 
-from personas.manifests import (
-    ManifestInvalid,
-    dump_manifest,
-    export_library,
-    import_manifest,
-    import_manifests,
-    normalize_manifest,
-    parse_manifest,
-)
+from personas.manifest import io
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import export_library, import_manifest, import_manifests, normalize_manifest
+from personas.manifest.text import dump_manifest, parse_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 
 from .conftest import db_counts, db_snapshot, sample_manifest
@@ -180,12 +175,10 @@ def test_a_row_still_in_use_elsewhere_refuses_the_import(monkeypatch, imported):
     """A future PROTECT foreign key (e.g. a debate seat) must surface as a refusal, not a 500."""
     from django.db.models import ProtectedError
 
-    from personas import manifests
-
     def protected(_):
         raise ProtectedError("in use", {Persona.objects.get(slug="t-host")})
 
-    monkeypatch.setattr(manifests, "_write_batch", protected)
+    monkeypatch.setattr(io, "_write_batch", protected)
     with pytest.raises(ManifestInvalid) as caught:
         import_manifest(sample_manifest())
     assert [e.path for e in caught.value.errors] == ["personas"]
@@ -195,12 +188,10 @@ def test_a_row_still_in_use_elsewhere_refuses_the_import(monkeypatch, imported):
 def test_an_unforeseen_integrity_error_is_a_refusal(monkeypatch, imported):
     from django.db import IntegrityError
 
-    from personas import manifests
-
     def broken(_):
         raise IntegrityError("boom")
 
-    monkeypatch.setattr(manifests, "_write_batch", broken)
+    monkeypatch.setattr(io, "_write_batch", broken)
     before = db_snapshot()
     with pytest.raises(ManifestInvalid, match="database refused the import: boom"):
         import_manifest(sample_manifest())

@@ -4,25 +4,18 @@ import json
 
 import pytest
 
-from personas.manifests import (
-    MAX_MANIFEST_BYTES,
-    PURITY_MARKERS,
-    ROOT,
-    ManifestInvalid,
-    import_manifest,
-    parse_manifest,
-    validate_manifest,
-)
+from personas.manifest.errors import ROOT, ManifestInvalid
+from personas.manifest.io import import_manifest
+from personas.manifest.text import MAX_MANIFEST_BYTES, parse_manifest
+from personas.manifest.validation import validate_manifest
 from personas.models import Library
+from personas.purity import MARKERS as PURITY_MARKERS
 
 from .conftest import db_snapshot, sample_manifest
 
 pytestmark = pytest.mark.django_db
 
-PURITY_MESSAGE = (
-    'reads like a debate question ("本场议题"); persona text describes who the persona is, the '
-    "question arrives at run time"
-)
+PURITY_MESSAGE = 'Reads like a debate question ("本场议题"); persona text describes who the persona is.'
 
 
 def errors_of(data) -> dict[str, str]:
@@ -124,7 +117,7 @@ def test_all_errors_are_reported_not_just_the_first(changed, before):
 @pytest.mark.parametrize("marker", PURITY_MARKERS)
 def test_every_purity_marker_is_caught(manifest, marker):
     manifest["personas"][0]["adversarial_rules"] = f"前文。{marker.upper()} 后文"
-    assert "reads like a debate question" in errors_of(manifest)["personas[0].adversarial_rules"]
+    assert "Reads like a debate question" in errors_of(manifest)["personas[0].adversarial_rules"]
 
 
 @pytest.mark.parametrize(
@@ -157,30 +150,30 @@ def test_persona_text_about_topics_in_general_is_fine(manifest):
         (lambda m: m.update(extra=1), "extra", "unknown field"),
         (lambda m: m.update(personas={}), "personas", "must be a list"),
         (lambda m: m.update(library=[]), "library", "must be an object"),
-        (lambda m: m["library"].update(slug="Bad Slug"), "library.slug", "is not a slug"),
-        (lambda m: m["library"].update(format="chat"), "library.format", 'got "chat"'),
+        (lambda m: m["library"].update(slug="Bad Slug"), "library.slug", "digits and single hyphens"),
+        (lambda m: m["library"].update(format="chat"), "library.format", "'chat' is not a valid choice"),
         (lambda m: m["library"].update(name=""), "library.name", "must not be empty"),
         (lambda m: m["library"].update(protocol=[]), "library.protocol", "must be an object"),
         (lambda m: m["library"]["protocol"].update(max_rounds=0), "library.protocol.max_rounds", "1 to"),
         (lambda m: m["library"]["protocol"].update(default_rounds=9), "library.protocol.default_rounds", "1 to 8"),
         (lambda m: m["personas"].append("x"), "personas[3]", "must be an object"),
-        (lambda m: m["personas"][0].update(slug="t_alpha"), "personas[0].slug", "is not a slug"),
+        (lambda m: m["personas"][0].update(slug="t_alpha"), "personas[0].slug", "digits and single hyphens"),
         (lambda m: m["personas"][0].update(slug=5), "personas[0].slug", "must be a string, got a number"),
-        (lambda m: m["personas"][0].update(kind="judge"), "personas[0].kind", "must be one of"),
-        (lambda m: m["personas"][0].update(tier="l9"), "personas[0].tier", "must be one of"),
-        (lambda m: m["personas"][0].update(source="web"), "personas[0].source", "must be one of"),
+        (lambda m: m["personas"][0].update(kind="judge"), "personas[0].kind", "is not a valid choice"),
+        (lambda m: m["personas"][0].update(tier="l9"), "personas[0].tier", "is not a valid choice"),
+        (lambda m: m["personas"][0].update(source="web"), "personas[0].source", "is not a valid choice"),
         (lambda m: m["personas"][0].update(veto_right="yes"), "personas[0].veto_right", "true or false"),
         (lambda m: m["personas"][0].update(keywords="戒律"), "personas[0].keywords", "list of strings"),
         (lambda m: m["personas"][0].update(keywords=[""]), "personas[0].keywords[0]", "must not be empty"),
-        (lambda m: m["personas"][0].update(density_score=11), "personas[0].density_score", "-1, or a number"),
-        (lambda m: m["personas"][0].update(density_score=-0.5), "personas[0].density_score", "-1, or a number"),
-        (lambda m: m["personas"][0].update(density_score="7"), "personas[0].density_score", "-1, or a number"),
-        (lambda m: m["personas"][0].update(density_score=True), "personas[0].density_score", "-1, or a number"),
-        (lambda m: m["personas"][0].update(name="x" * 121), "personas[0].name", "121 characters; the limit is 120"),
-        (lambda m: m["personas"][0].update(tradition="x" * 81), "personas[0].tradition", "the limit is 80"),
+        (lambda m: m["personas"][0].update(density_score=11), "personas[0].density_score", "-1 or a number from 0"),
+        (lambda m: m["personas"][0].update(density_score=-0.5), "personas[0].density_score", "-1 or a number from 0"),
+        (lambda m: m["personas"][0].update(density_score="7"), "personas[0].density_score", "-1 or a number from 0"),
+        (lambda m: m["personas"][0].update(density_score=True), "personas[0].density_score", "-1 or a number from 0"),
+        (lambda m: m["personas"][0].update(name="x" * 121), "personas[0].name", "at most 120 characters (it has 121)"),
+        (lambda m: m["personas"][0].update(tradition="x" * 81), "personas[0].tradition", "at most 80 characters"),
         (lambda m: m["personas"][0].update(description="\x00"), "personas[0].description", "NUL"),
         (lambda m: m["personas"][0].update(cognitve_frame="x"), "personas[0].cognitve_frame", "unknown field"),
-        (lambda m: m["personas"][2].update(tier="master"), "personas[2].tier", "a host has no tier"),
+        (lambda m: m["personas"][2].update(tier="master"), "personas[2].tier", "has no tier"),
         (lambda m: m["personas"][2].update(veto_right=True), "personas[2].veto_right", "no veto right"),
         (lambda m: m["personas"][0].update(cross_critique={}), "personas[0].cross_critique", "must be a list"),
         (
@@ -196,7 +189,7 @@ def test_persona_text_about_topics_in_general_is_fine(manifest):
         (
             lambda m: m["personas"][0]["cross_critique"][0].update(citation="c" * 301),
             "personas[0].cross_critique[0].citation",
-            "the limit is 300",
+            "at most 300 characters",
         ),
         (lambda m: m["pairing_rules"][0].update(personas=["t-alpha"]), "pairing_rules[0].personas", "exactly two"),
         (
@@ -247,7 +240,7 @@ def test_library_rounds_bound_pairing_rounds(manifest):
 
 
 def test_top_level_must_be_an_object():
-    assert errors_of([1, 2]) == {ROOT: "a manifest is a JSON object, got a list"}
+    assert errors_of([1, 2]) == {ROOT: "must be an object, got a list"}
 
 
 def test_targets_may_be_personas_already_in_the_database(imported, manifest):

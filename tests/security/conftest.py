@@ -17,7 +17,7 @@ from channels.layers import get_channel_layer
 from django.test import Client
 
 from debates import runner
-from personas.manifests import import_manifest
+from personas.manifest.io import import_manifest
 
 CORPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "hostile.json"
 REPEAT = re.compile(r"^@@repeat (\d+)@@(.*)$", re.DOTALL)

@@ -21,7 +21,9 @@ from debates import control
 from debates.forms import create_debate
 from debates.models import Debate
 from debates.rendering import render_markdown
-from personas.manifests import MAX_MANIFEST_BYTES, ManifestInvalid, import_manifest, parse_manifest
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import import_manifest
+from personas.manifest.text import MAX_MANIFEST_BYTES, parse_manifest
 from personas.models import CrossCritique, DomainTemplate, Library, PairingRule, Persona
 from tests.security.conftest import (
     CORPUS,

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from personas.manifests import dump_manifest, export_library
+from personas.manifest.io import export_library
+from personas.manifest.text import dump_manifest
 from personas.models import Library
 
 

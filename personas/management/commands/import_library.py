@@ -3,9 +3,11 @@
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, no_translations
 
-from personas.manifests import ManifestInvalid, import_manifest, parse_manifest
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import import_manifest
+from personas.manifest.text import parse_manifest
 
 
 class Command(BaseCommand):
@@ -19,6 +21,7 @@ class Command(BaseCommand):
             help="refuse the manifest if its library already exists instead of updating it in place",
         )
 
+    @no_translations  # the model's messages in English, like every other line these commands print
     def handle(self, *args, **options):
         try:
             data = parse_manifest(self._read(options["file"]))

@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, no_translations
 
-from personas.manifests import BUNDLED_DIR, ManifestInvalid, bundled_manifest_paths, load_library_files
+from personas.manifest.errors import ManifestInvalid
+from personas.manifest.io import BUNDLED_DIR, bundled_manifest_paths, load_library_files
 
 
 class Command(BaseCommand):
@@ -13,6 +14,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--dir", default=str(BUNDLED_DIR), help="directory of *.json manifests")
 
+    @no_translations  # the model's messages in English, like every other line these commands print
     def handle(self, *args, **options):
         paths = bundled_manifest_paths(Path(options["dir"]))
         if not paths:
