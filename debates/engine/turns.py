@@ -79,6 +79,7 @@ class TurnPlan:
     client: str | None = None
     postprocess: PostProcess | None = None
     exempt_from_cap: bool = False
+    extra: dict[str, Any] | None = None  # request-body additions (a local server's grammar)
 
 
 @dataclass
@@ -225,6 +226,8 @@ class DebateContext:
                 max_tokens=plan.max_tokens,
                 stop=plan.stop or None,
                 temperature=self.spec.options.temperature,
+                extra=plan.extra,
+                key=plan.key,
             )
             parts: list[str] = []
             meter = ReplyMeter(reply_ceiling(plan.max_tokens))

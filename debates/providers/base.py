@@ -135,7 +135,10 @@ class LLMClient:
         stop: Sequence[str] | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> ChatStream:
+        """Stream one reply. `extra` goes into the request body as is (e.g. a server's `grammar`);
+        `key` names the turn the call serves (for logs, and for fakes scripted by turn)."""
         raise NotImplementedError
 
     def describe(self) -> str:

@@ -193,6 +193,7 @@ class OpenAICompatibleClient(LLMClient):
         stop: Sequence[str] | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> ChatStream:
         params: dict[str, Any] = {"model": self.model, "messages": list(messages), "stream": True}
         if self.streams_usage:
