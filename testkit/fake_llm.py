@@ -22,7 +22,7 @@ import fnmatch
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from debates.providers.base import (
     ChatStream,
