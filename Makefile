@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test venv dev-venv migrate libraries superuser lint bench system-deps services clean local-model messages
+.PHONY: run test test-fast venv dev-venv migrate libraries superuser lint bench system-deps services clean local-model messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,8 @@ local-model: venv
 	$(BIN)/python -m debates.providers.local prepare || echo "local model not ready (see above); the app reports this on each debate that uses it"
 
 run: migrate $(LOCAL_MODEL)
+	$(BIN)/python manage.py detect_providers
+	$(BIN)/python manage.py setup_link --base http://$(HOST):$(PORT)
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 superuser: venv
@@ -48,6 +50,12 @@ test: dev-venv local-model
 messages: venv
 	$(BIN)/python manage.py makemessages -l zh_Hans -l en --ignore=.venv --ignore=tests --ignore=bench --ignore=testkit
 	$(BIN)/python manage.py compilemessages --ignore=.venv
+
+# Everything but the slow tests (real daphne/worker processes, Chromium, the real model, the hostile
+# corpus): a quick check while working. `make test` is what CI runs.
+test-fast: dev-venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: dev-venv
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -1,8 +1,8 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from debates import provider_keys
+from debates import provider_keys, provider_tools
 from debates.models import Debate, Provider, Report, Seat, Turn
 
 
@@ -10,10 +10,13 @@ from debates.models import Debate, Provider, Report, Seat, Turn
 class ProviderAdmin(admin.ModelAdmin):
     # A base URL typed without a scheme is an https one (Django 6's default; say it now).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    list_display = ("name", "base_url", "default_model", "api_key_env", "concurrency", "timeout")
+    list_display = ("name", "base_url", "default_model", "api_key_env", "model_count", "models_fetched_at")
     search_fields = ("name", "base_url", "default_model")
+    actions = ("test_connection", "fetch_models")
+    readonly_fields = ("offered_models", "models_fetched_at")
     fieldsets = (
         (None, {"fields": ("name", "base_url", "default_model")}),
+        (_("Models the server offers"), {"fields": ("offered_models", "models_fetched_at")}),
         (
             _("Key and limits"),
             {
@@ -22,6 +25,22 @@ class ProviderAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    @admin.display(description=_("models"))
+    def model_count(self, obj):
+        return len(obj.offered_models)
+
+    @admin.action(description=_("Test connection"))
+    def test_connection(self, request, queryset):
+        for provider in queryset:
+            outcome = provider_tools.check_connection(provider)
+            self.message_user(request, outcome.message, messages.SUCCESS if outcome.ok else messages.ERROR)
+
+    @admin.action(description=_("Fetch models (the start form offers them)"))
+    def fetch_models(self, request, queryset):
+        for provider in queryset:
+            outcome = provider_tools.fetch_models(provider)
+            self.message_user(request, outcome.message, messages.SUCCESS if outcome.ok else messages.ERROR)
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)

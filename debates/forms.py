@@ -77,7 +77,13 @@ class DebateForm(forms.Form):
     provider = forms.ModelChoiceField(
         label=_("Provider"), required=False, queryset=Provider.objects.all(), empty_label=_("default (environment)")
     )
-    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    model = forms.CharField(
+        label=_("Model"),
+        required=False,
+        max_length=120,
+        widget=forms.TextInput(attrs={"list": "provider-models", "autocomplete": "off"}),
+        help_text=_("Empty: the provider's default model. The list shows the models each provider offers."),
+    )
     seat_models = forms.CharField(
         label=_("Per-seat models"),
         required=False,

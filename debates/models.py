@@ -34,6 +34,9 @@ class Provider(models.Model):
     default_model = models.CharField(_("default model"), max_length=120)
     concurrency = models.PositiveSmallIntegerField(_("concurrent calls"), default=4)
     timeout = models.PositiveIntegerField(_("timeout (s)"), default=120)
+    # What the server said it offers, the last time someone fetched it (the start form offers these).
+    offered_models = models.JSONField(_("models offered"), default=list, blank=True)
+    models_fetched_at = models.DateTimeField(_("models fetched at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("provider")

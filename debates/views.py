@@ -19,7 +19,7 @@ from debates import consumers, control, frames
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.forms import DebateForm, save_debate
-from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Status, Turn, new_share_token
+from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Provider, Status, Turn, new_share_token
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
 from debates.running_limit import RunningLimitReached
 from debates.specs import library_spec
@@ -71,7 +71,8 @@ def new(request):
                 return redirect(debate)
     else:
         form = DebateForm(initial={"topic": request.GET.get("topic", "")})
-    return render(request, "debates/new.html", {"form": form})
+    providers = [p for p in Provider.objects.all() if p.offered_models]
+    return render(request, "debates/new.html", {"form": form, "providers": providers})
 
 
 @require_GET

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -21,6 +22,24 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+# `make test-fast` leaves out what starts real processes (daphne, workers, Chromium, the real
+# model) or walks a large corpus; everything else runs in under a minute.
+SLOW_MODULES = {
+    "test_hostile_input.py",
+    "test_manifest_properties.py",
+    "test_cli.py",
+    "test_crash_resume.py",
+    "test_scale_out.py",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        real_processes = {"template_db", "agora", "browser_page"} & set(item.fixturenames)
+        if item.path.name in SLOW_MODULES or real_processes or item.get_closest_marker("localmodel"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -107,3 +126,43 @@ def fast_llm(fake_llm):
         AGORA_PROVIDER_BACKOFF=PROVIDER_BACKOFF,
     ):
         yield fake_llm
+
+
+# -- Chromium ---------------------------------------------------------------------------------------
+
+
+class Chromium:
+    """Pages in one headless Chromium (Debian's, driven by Playwright's async API). A JavaScript
+    error or anything the Content-Security-Policy refuses (an inline script or style of ours) fails
+    the test that opened the page."""
+
+    def __init__(self, browser) -> None:
+        self.browser = browser
+        self.errors: list[str] = []
+
+    async def page(self, *, locale: str = "zh-CN", width: int = 1100, height: int = 1000):
+        context = await self.browser.new_context(viewport={"width": width, "height": height}, locale=locale)
+        page = await context.new_page()
+        page.on("pageerror", lambda error: self.errors.append(f"{page.url}: {error}"))
+        page.on(
+            "console", lambda m: "Content Security Policy" in m.text and self.errors.append(f"{page.url}: {m.text}")
+        )
+        return page
+
+
+@pytest.fixture
+async def chromium():
+    require_or_skip(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        made = Chromium(browser)
+        yield made
+        await browser.close()
+        assert not made.errors, f"JavaScript errors or CSP violations on the page: {made.errors}"
+
+
+@pytest.fixture
+async def browser_page(chromium):
+    return await chromium.page()

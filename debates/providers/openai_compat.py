@@ -330,6 +330,20 @@ class OpenAICompatibleClient(LLMClient):
             completion.completion_tokens = estimate_tokens(reply)
             completion.usage_estimated = True
 
+    async def list_models(self) -> list[str]:
+        """The model ids the server offers (GET /models), for "Fetch models" and provider
+        detection; a failure is a ProviderError that says what to fix."""
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                page = await self._client().models.list()
+                return sorted({model.id for model in page.data})
+        except TimeoutError as exc:
+            raise self._map_error(_Silence("silence", self.request_timeout)) from exc
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._map_error(exc) from self._scrubbed(exc)
+
     # -- errors ---------------------------------------------------------------------------------
 
     def _map_error(self, exc: BaseException) -> ProviderError:

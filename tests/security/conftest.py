@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -322,3 +323,13 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
         details = await database_sync_to_async(lambda: {pk: Debate.objects.get(pk=pk).status_detail for pk in bad})()
         raise AssertionError(f"debates did not finish: {bad} {details}")
     return frames
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The hostile corpus's outcome table, when its channel tests ran (each of those asserts its
+    own cases; this only reports them)."""
+    module = sys.modules.get("tests.security.test_hostile_input")
+    if module is not None and module.OUTCOMES:
+        terminalreporter.write_sep("-", "hostile input")
+        for line in module.outcome_table():
+            terminalreporter.write_line(line)

@@ -221,6 +221,7 @@ def test_ten_parallel_starts_respect_a_limit_of_three_on_sqlite(tmp_path, templa
     assert (running, total) == (3, 3)
 
 
+@pytest.mark.slow
 def test_ten_parallel_starts_respect_a_limit_of_three_on_postgresql(tmp_path, fake_llm):
     admin, name, url = postgres_database()
     try:

@@ -47,6 +47,31 @@ MESSAGES: dict[tuple[str, str], str] = {}  # (channel, case id) -> the message a
 PERSONA_TABLES = (Library, Persona, CrossCritique, PairingRule, DomainTemplate)
 
 
+def outcome_table() -> list[str]:
+    """How many cases, and per channel how each ended: printed at the end of the run
+    (tests/security/conftest.py's terminal summary), once the channel tests have filled it."""
+    rows = []
+    for channel in CHANNELS:
+        outcomes = OUTCOMES.get(channel, {})
+        counts = Counter(o if o in (REJECTED, INERT) else "OTHER" for o in outcomes.values())
+        rows.append((channel, len(outcomes), counts[REJECTED], counts[INERT], counts["OTHER"]))
+    kinds = Counter(c.kind for c in CORPUS)
+    lines = [
+        f"Hostile corpus: {len(CORPUS)} cases ({len(TEXT_CASES)} text payloads, {len(MANIFEST_CASES)} manifest "
+        f"documents) in {len(kinds)} kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
+        f"{'channel':<12} {'cases':>6} {'rejected':>9} {'inert':>6} {'other':>6}",
+    ]
+    lines += [f"{c:<12} {n:>6} {r:>9} {i:>6} {o:>6}" for c, n, r, i, o in rows]
+    total = sum(r[1] for r in rows)
+    lines.append(
+        f"{'total':<12} {total:>6} {sum(r[2] for r in rows):>9} {sum(r[3] for r in rows):>6} "
+        f"{sum(r[4] for r in rows):>6}"
+    )
+    lines.append("rejections, each with the message shown beside the field or the manifest path:")
+    lines += [f"  {channel:<11} {case_id:<26} {message[:110]}" for (channel, case_id), message in MESSAGES.items()]
+    return lines
+
+
 def record(channel: str, case: Case, outcome: str, message: str = "") -> None:
     OUTCOMES.setdefault(channel, {})[case.id] = outcome
     if outcome == REJECTED:
@@ -681,33 +706,3 @@ def test_manifest_importer_refuses_cleanly_or_imports(target, value):
         assert db_counts() == before
     else:
         Library.objects.filter(slug="pr-lib-0").delete()
-
-
-# --- the table ---------------------------------------------------------------------------------------
-
-
-def test_outcome_table(capsys):
-    """Printed in `make test`'s output: how many cases, and per channel how each one ended."""
-    rows = []
-    for channel in CHANNELS:
-        outcomes = OUTCOMES.get(channel, {})
-        counts = Counter(o if o in (REJECTED, INERT) else "OTHER" for o in outcomes.values())
-        rows.append((channel, len(outcomes), counts[REJECTED], counts[INERT], counts["OTHER"]))
-    kinds = Counter(c.kind for c in CORPUS)
-    lines = [
-        "",
-        f"Hostile corpus: {len(CORPUS)} cases ({len(TEXT_CASES)} text payloads, {len(MANIFEST_CASES)} manifest "
-        f"documents) in {len(kinds)} kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
-        f"{'channel':<12} {'cases':>6} {'rejected':>9} {'inert':>6} {'other':>6}",
-    ]
-    lines += [f"{c:<12} {n:>6} {r:>9} {i:>6} {o:>6}" for c, n, r, i, o in rows]
-    total = sum(r[1] for r in rows)
-    lines.append(
-        f"{'total':<12} {total:>6} {sum(r[2] for r in rows):>9} {sum(r[3] for r in rows):>6} "
-        f"{sum(r[4] for r in rows):>6}"
-    )
-    lines.append("rejections, each with the message shown beside the field or the manifest path:")
-    lines += [f"  {channel:<11} {case_id:<26} {message[:110]}" for (channel, case_id), message in MESSAGES.items()]
-    with capsys.disabled():
-        print("\n".join(lines))
-    assert all(o in (REJECTED, INERT) for outcomes in OUTCOMES.values() for o in outcomes.values())
