@@ -10,7 +10,6 @@ server reports) and for `tests/security`. Its client writes each turn's key into
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -300,32 +299,3 @@ async def harness():
         yield made
         for client in made.clients:
             await client.aclose()
-
-
-# -- reading prompts (for the tests still scripted by prompt wording; going away) ------------------
-
-_NAME = re.compile(r"你是「([^」]+)」")
-
-
-def speaker_of(body: dict[str, Any]) -> str:
-    """The persona name a request speaks as (from its system prompt)."""
-    system = next((m["content"] for m in body.get("messages", []) if m["role"] == "system"), "")
-    match = _NAME.search(system)
-    return match.group(1) if match else ""
-
-
-def user_of(body: dict[str, Any]) -> str:
-    return next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
-
-
-def text_of(request: RecordedRequest) -> str:
-    """Every message of a recorded request, joined: what the model could see."""
-    return "\n".join(str(m.get("content", "")) for m in request.messages)
-
-
-def req_speaker(request: RecordedRequest) -> str:
-    return speaker_of(request.body or {})
-
-
-def req_user(request: RecordedRequest) -> str:
-    return user_of(request.body or {})
