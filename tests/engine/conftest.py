@@ -1,14 +1,17 @@
-"""Fixtures for engine tests: persona/spec builders and a harness that runs a debate against the
-real loopback FakeOpenAIServer through OpenAICompatibleClient, then exposes what was sent.
+"""Fixtures for engine tests: persona and spec builders, and two ways to run a debate.
 
-Scripts are callables `(request_json) -> Reply | str`; the helpers below tell them who is speaking
-(the system prompt starts "你是「name」") and what the user message asks.
+`await debate(spec, fake)` runs a spec on the in-process `testkit.fake_llm.FakeLLM`, whose replies
+are scripted by turn key (`fake.reply("r2:feynman", ...)`): what most engine tests need. The
+`harness` fixture runs a spec through `OpenAICompatibleClient` against the loopback
+`FakeOpenAIServer`, for the tests about the provider path (retries, dropped streams, the usage the
+server reports) and for `tests/security`. Its client writes each turn's key into the request body
+(`TURN_FIELD`), so HTTP scripts and faults pick turns by key too, never by prompt wording.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
@@ -27,36 +30,8 @@ from debates.engine.spec import (
 )
 from debates.engine.turns import ClientPool
 from debates.providers.openai_compat import OpenAICompatibleClient
+from testkit.fake_llm import Call, FakeLLM
 from testkit.fake_openai import FakeOpenAIServer, RecordedRequest
-
-# -- reading requests ---------------------------------------------------------------------------
-
-_NAME = re.compile(r"你是「([^」]+)」")
-
-
-def speaker_of(body: dict[str, Any]) -> str:
-    """The persona name a request speaks as (from its system prompt)."""
-    system = next((m["content"] for m in body.get("messages", []) if m["role"] == "system"), "")
-    match = _NAME.search(system)
-    return match.group(1) if match else ""
-
-
-def user_of(body: dict[str, Any]) -> str:
-    return next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
-
-
-def text_of(request: RecordedRequest) -> str:
-    """Every message of a recorded request, joined: what the model could see."""
-    return "\n".join(str(m.get("content", "")) for m in request.messages)
-
-
-def req_speaker(request: RecordedRequest) -> str:
-    return speaker_of(request.body or {})
-
-
-def req_user(request: RecordedRequest) -> str:
-    return user_of(request.body or {})
-
 
 # -- personas -----------------------------------------------------------------------------------
 
@@ -185,10 +160,14 @@ def moderated_spec(question: str = "小公司应该先做产品还是先做销�
 
 @dataclass
 class Run:
+    """One debate's outcome and events, and what the LLM was asked: `calls` (FakeLLM runs) or
+    `requests` (HTTP runs)."""
+
     outcome: str
     sink: ev.ListSink
-    requests: list[RecordedRequest]
-    ledger: Any = None
+    ledger: Ledger
+    calls: list[Call] = field(default_factory=list)
+    requests: list[RecordedRequest] = field(default_factory=list)
 
     @property
     def events(self) -> list[ev.Event]:
@@ -225,11 +204,68 @@ class Run:
     def started_keys(self) -> list[str]:
         return [t.key for t in self.sink.of(ev.TurnStarted)]
 
-    def where(self, user_contains: str, speaker: str | None = None) -> list[RecordedRequest]:
-        """Requests whose user message contains `user_contains` (and that speak as `speaker`)."""
-        return [
-            r for r in self.requests if user_contains in req_user(r) and (speaker is None or req_speaker(r) == speaker)
-        ]
+    # -- what the LLM was asked (FakeLLM runs) --------------------------------------------------
+
+    @property
+    def keys(self) -> list[str | None]:
+        return [c.key for c in self.calls]
+
+    def calls_for(self, pattern: str) -> list[Call]:
+        """Calls whose key matches a shell-style pattern (`r2:*`)."""
+        return [c for c in self.calls if c.key and fnmatchcase(c.key, pattern)]
+
+    def call(self, key: str) -> Call:
+        """The one call made for a turn key."""
+        found = [c for c in self.calls if c.key == key]
+        assert len(found) == 1, f"{len(found)} calls for {key!r}; keys: {self.keys}"
+        return found[0]
+
+    # -- what the server received (HTTP runs) ---------------------------------------------------
+
+    def requests_for(self, key: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if key_of(r.body or {}) == key]
+
+
+def unscripted(call: Call) -> str:
+    """A FakeLLM default for tests that script every turn: an unexpected key fails the test."""
+    raise AssertionError(f"no reply scripted for turn {call.key!r}")
+
+
+async def debate(spec: DebateSpec, fake: FakeLLM | None = None, ledger: Ledger | None = None) -> Run:
+    """Run a spec on a FakeLLM (default replies when none is given) and collect what happened."""
+    fake = FakeLLM() if fake is None else fake
+    before = len(fake.calls)  # a fake may serve several runs (a checkpoint and its resume)
+    sink = ev.ListSink()
+    ledger = Ledger() if ledger is None else ledger
+    outcome = await run_debate(spec, ClientPool(fake), sink, ledger)
+    return Run(outcome, sink, ledger, calls=fake.calls[before:])
+
+
+# -- over HTTP ------------------------------------------------------------------------------------
+
+TURN_FIELD = "agora_turn"
+
+
+def key_of(body: dict[str, Any]) -> str | None:
+    """The turn key a request to the fake server was sent for."""
+    return body.get(TURN_FIELD)
+
+
+def turn(key: str):
+    """A `when` for `FakeOpenAIServer.inject`: the requests of one turn."""
+    return lambda body: key_of(body) == key
+
+
+def call_of(body: dict[str, Any]) -> Call:
+    """A request seen as a FakeLLM call, e.g. to answer it with `testkit.fake_llm.default_reply`."""
+    return Call(key_of(body), list(body.get("messages") or []), body.get("max_tokens"), body.get("stop"))
+
+
+class KeyedClient(OpenAICompatibleClient):
+    """The real client, telling the fake server which turn each request serves."""
+
+    def stream(self, messages, *, extra=None, key=None, **kw):
+        return super().stream(messages, extra={**(extra or {}), TURN_FIELD: key}, key=key, **kw)
 
 
 @dataclass
@@ -240,18 +276,20 @@ class Harness:
     def client(self, **overrides) -> OpenAICompatibleClient:
         options = {"concurrency": 5, "timeout": 10.0, "request_timeout": 5.0, "max_retries": 0, "backoff_base": 0.01}
         options.update(overrides)
-        made = OpenAICompatibleClient(self.server.base_url, "sk-test", "fake-model", **options)
+        made = KeyedClient(self.server.base_url, "sk-test", "fake-model", **options)
         self.clients.append(made)
         return made
 
     async def run(self, spec: DebateSpec, script=None, **client_options) -> Run:
+        """`script(body) -> Reply | str | None`, as `FakeOpenAIServer` takes it; `key_of(body)`
+        says which turn a request serves."""
         if script is not None:
             self.server.script = script
         before = len(self.server.chat_requests)
         sink = ev.ListSink()
         ledger = Ledger()
         outcome = await run_debate(spec, ClientPool(self.client(**client_options)), sink, ledger)
-        return Run(outcome, sink, self.server.chat_requests[before:], ledger)
+        return Run(outcome, sink, ledger, requests=self.server.chat_requests[before:])
 
 
 @pytest.fixture

@@ -1,9 +1,7 @@
-"""Duel (master-debate) against the real fake HTTP server: isolation, pairing, rounds, ammunition,
-coverage warning, round summaries, early stop and the neutral close."""
+"""Duel (master-debate) on the in-process fake, scripted by turn key: isolation, pairing, rounds,
+ammunition, coverage warning, round summaries, early stop and the neutral close."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
@@ -13,6 +11,8 @@ from debates.engine.duel import DISCLAIMER, ONE_SIDED_WARNING, choose_pair, pair
 from debates.engine.spec import CritiqueSpec, PairingRuleSpec
 from debates.engine.text import clip
 from debates.engine.turns import DebateAborted
+from debates.providers.base import ServerError
+from testkit.fake_llm import FakeLLM
 
 from .conftest import (
     AJAHN_CHAH,
@@ -22,16 +22,12 @@ from .conftest import (
     MASTERS,
     PAIRING_RULES,
     YINGUANG,
+    debate,
     duel_spec,
-    req_speaker,
-    req_user,
-    speaker_of,
-    text_of,
-    user_of,
+    unscripted,
 )
 
-SLUG = {p.name: p.slug for p in MASTERS}
-CLOSER = "中立记录者"
+NAME = {p.slug: p.name for p in MASTERS}
 CLOSE_TEXT = "NEUTRAL-CLOSE 双方主张各有经证；分歧在于下手处；可互相参照之处在于都重视当下用功。\n小结：两家各有所重。"
 LONG_SUMMARY = "慧能认为" + "自性本自清净本自具足" * 12  # 124 characters: the engine must clip it to 80
 
@@ -42,61 +38,55 @@ CRITIQUES = [
 ]
 
 
-def round_of(user: str) -> int:
-    return int(re.search(r"第 (\d+)/\d+ 轮", user).group(1))
+def slug_and_round(key: str) -> tuple[str, int]:
+    """`duel:2:huineng` → ("huineng", 2)."""
+    _, n, slug = key.split(":", 2)
+    return slug, int(n)
 
 
-def duel_script(move=lambda slug, n: "松动，吸收了对方一点", summary=None, close=CLOSE_TEXT):
-    """Each speaker says a unique raw marker sentence and a summary line that does not contain it."""
+def duel_fake(move=lambda slug, n: "松动，吸收了对方一点", summary=None, close=CLOSE_TEXT) -> FakeLLM:
+    """Each speech is a unique raw marker sentence and a summary line that does not contain it."""
 
-    def script(body):
-        who = speaker_of(body)
-        if who == CLOSER:
-            return close
-        slug, n = SLUG[who], round_of(user_of(body))
-        said = summary(slug, n) if summary else f"SUM-{slug}-R{n} {who}守本派立场"
+    def speech(call):
+        slug, n = slug_and_round(call.key)
+        said = summary(slug, n) if summary else f"SUM-{slug}-R{n} {NAME[slug]}守本派立场"
         return (
-            f"RAW-{slug}-R{n}：这是{who}第{n}轮的原话，对手绝不应看到这句。\n"
+            f"RAW-{slug}-R{n}：这是{NAME[slug]}第{n}轮的原话，对手绝不应看到这句。\n"
             f"引《坛经》与《文钞》为证。\n立场变化：{move(slug, n)}\n小结：{said}"
         )
 
-    return script
+    return FakeLLM(default=unscripted).reply("duel:close", close).reply("duel:*", speech)
 
 
 def speeches(run):
-    return [r for r in run.requests if req_speaker(r) != CLOSER]
+    return [c for c in run.calls if c.key != "duel:close"]
 
 
 # -- isolation --------------------------------------------------------------------------------------
 
 
-async def test_turns_never_carry_the_opponents_raw_text_only_its_summary(harness):
+async def test_turns_never_carry_the_opponents_raw_text_only_its_summary():
     def summary(slug, n):
         return LONG_SUMMARY if (slug, n) == ("huineng", 2) else f"SUM-{slug}-R{n} 守本派立场"
 
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
     spec.options.rounds = 3
-    run = await harness.run(spec, duel_script(summary=summary))
+    run = await debate(spec, duel_fake(summary=summary))
 
     assert run.outcome == "done"
     turns = run.turns()
-    order = [(req_speaker(r), round_of(req_user(r))) for r in speeches(run)]
-    assert order == [
-        ("慧能大师", 1),
-        ("印光大师", 1),
-        ("慧能大师", 2),
-        ("印光大师", 2),
-        ("慧能大师", 3),
-        ("印光大师", 3),
-    ]
-    for request in run.requests:
+    assert run.keys == [f"duel:{n}:{slug}" for n in (1, 2, 3) for slug in ("huineng", "yinguang")] + ["duel:close"]
+    for call in speeches(run):
+        # the key names the turn: that persona speaks, and is told which round of how many it is
+        slug, n = slug_and_round(call.key)
+        assert call.speaker == NAME[slug] and f"第 {n}/3 轮" in call.user
+    for call in run.calls:
         # one fresh call: a system prompt (the persona) and one user message (the task), no history
-        assert [m["role"] for m in request.messages] == ["system", "user"]
-    for request in speeches(run):
-        me = SLUG[req_speaker(request)]
+        assert [m["role"] for m in call.messages] == ["system", "user"]
+    for call in speeches(run):
+        me, n = slug_and_round(call.key)
         other = "yinguang" if me == "huineng" else "huineng"
-        n = round_of(req_user(request))
-        seen = text_of(request)
+        seen = call.text
         assert f"RAW-{other}" not in seen, "the opponent's raw text leaked into a duel turn"
         assert "对手绝不应看到" not in seen
         assert f"RAW-{me}" not in seen, "a speaker's own earlier draft was sent back to it"
@@ -111,17 +101,17 @@ async def test_turns_never_carry_the_opponents_raw_text_only_its_summary(harness
     # the long summary was clipped to 80 characters, and only the clipped form reached the opponent
     clipped = turns["duel:2:huineng"].summary
     assert clipped == clip(LONG_SUMMARY, 80) and len(clipped) == 80 and clipped.endswith("…")
-    yinguang_r2 = next(r for r in speeches(run) if req_speaker(r) == "印光大师" and round_of(req_user(r)) == 2)
-    assert clipped in text_of(yinguang_r2) and LONG_SUMMARY not in text_of(yinguang_r2)
+    yinguang_r2 = run.call("duel:2:yinguang").text
+    assert clipped in yinguang_r2 and LONG_SUMMARY not in yinguang_r2
     # the close sees summaries only
-    close = [r for r in run.requests if req_speaker(r) == CLOSER]
-    assert len(close) == 1 and "RAW-" not in text_of(close[0]) and "SUM-yinguang-R3" in text_of(close[0])
+    close = run.call("duel:close").text
+    assert "RAW-" not in close and "SUM-yinguang-R3" in close
 
 
-async def test_round_summaries_are_kept_in_the_report_data(harness):
+async def test_round_summaries_are_kept_in_the_report_data():
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
     spec.options.rounds = 2
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
 
     assert run.data["round_summaries"] == [
         {"round": 1, "speaker_slug": "huineng", "summary": "SUM-huineng-R1 慧能大师守本派立场"},
@@ -177,10 +167,10 @@ def test_pairing_refuses_when_nothing_fits(question, explicit, reason):
     assert caught.value.outcome == "refused" and reason in str(caught.value)
 
 
-async def test_refused_pairing_makes_no_llm_call(harness):
-    run = await harness.run(duel_spec("今天晚饭吃什么比较好？"), duel_script())
+async def test_refused_pairing_makes_no_llm_call():
+    run = await debate(duel_spec("今天晚饭吃什么比较好？"), duel_fake())
     assert run.outcome == "refused"
-    assert run.requests == []
+    assert run.calls == []
     assert run.finished.outcome == "refused" and "no pairing rule" in run.finished.reason
     assert not run.sink.of(ev.Report)
 
@@ -216,50 +206,52 @@ def test_resolve_rounds(pair, rules, protocol, requested, expected):
     assert resolve_rounds(_pair(*pair), rules, protocol, requested) == expected
 
 
-async def test_rule_pair_with_hyphenated_slugs_runs_its_override_rounds(harness):
+async def test_rule_pair_with_hyphenated_slugs_runs_its_override_rounds():
     spec = duel_spec("戒律行持与直观内观，孰先孰后？")
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
 
     assert run.outcome == "done"
     assert run.data["pair_key"] == "ajahn-chah-vs-mahasi-sayadaw"
     assert run.data["pairing"] == "rule" and run.data["rounds_planned"] == 3
-    assert len(speeches(run)) == 6 and {req_speaker(r) for r in speeches(run)} == {"阿姜查", "马哈希尊者"}
+    assert [c.key for c in speeches(run)] == [
+        f"duel:{n}:{slug}" for n in (1, 2, 3) for slug in ("ajahn-chah", "mahasi-sayadaw")
+    ]
+    assert {c.speaker for c in speeches(run)} == {"阿姜查", "马哈希尊者"}
 
 
-async def test_user_rounds_are_capped_by_the_protocol_maximum(harness):
+async def test_user_rounds_are_capped_by_the_protocol_maximum():
     spec = duel_spec(seats=(HUINENG, YINGUANG), protocol={"default_rounds": 4, "max_rounds": 2})
     spec.options.rounds = 20
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
 
     assert run.data["rounds_planned"] == 2
     assert len(speeches(run)) == 4
-    assert "第 2/2 轮" in req_user(speeches(run)[-1])
+    assert "第 2/2 轮" in run.call("duel:2:yinguang").user
 
 
 # -- ammunition and coverage ---------------------------------------------------------------------
 
 
-async def test_each_side_gets_only_its_own_ammunition(harness):
+async def test_each_side_gets_only_its_own_ammunition():
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
     spec.options.rounds = 2
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
 
     assert run.data["ammunition"] == {"huineng": 1, "yinguang": 1}
     assert "one_sided_coverage" not in run.warning_codes
-    for request in speeches(run):
-        seen = text_of(request)
-        if req_speaker(request) == "慧能大师":
-            assert "AMMO-H2Y" in seen and "《坛经·疑问品》" in seen
-            assert "AMMO-Y2H" not in seen and "AMMO-H2K" not in seen
-        else:
-            assert "AMMO-Y2H" in seen and "《印光法师文钞·复永嘉某居士书》" in seen
-            assert "AMMO-H2Y" not in seen and "AMMO-H2K" not in seen
+    for call in run.calls_for("duel:*:huineng"):
+        assert "AMMO-H2Y" in call.text and "《坛经·疑问品》" in call.text
+        assert "AMMO-Y2H" not in call.text and "AMMO-H2K" not in call.text
+    for call in run.calls_for("duel:*:yinguang"):
+        assert "AMMO-Y2H" in call.text and "《印光法师文钞·复永嘉某居士书》" in call.text
+        assert "AMMO-H2Y" not in call.text and "AMMO-H2K" not in call.text
+    assert len(run.calls_for("duel:*:huineng")) == len(run.calls_for("duel:*:yinguang")) == 2
 
 
-async def test_one_sided_coverage_warns_at_the_top_and_still_runs(harness):
+async def test_one_sided_coverage_warns_at_the_top_and_still_runs():
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES[:1])
     spec.options.rounds = 2
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
 
     assert run.outcome == "done"
     assert run.data["ammunition"] == {"huineng": 1, "yinguang": 0}
@@ -268,94 +260,88 @@ async def test_one_sided_coverage_warns_at_the_top_and_still_runs(harness):
     assert ONE_SIDED_WARNING in verdict
     assert verdict.index(ONE_SIDED_WARNING) < verdict.index("## 中立收束")
     assert len(speeches(run)) == 4
-    yinguang = [r for r in speeches(run) if req_speaker(r) == "印光大师"]
-    assert all("没有预备的批评条目" in text_of(r) for r in yinguang)
+    yinguang = run.calls_for("duel:*:yinguang")
+    assert len(yinguang) == 2 and all("没有预备的批评条目" in c.text for c in yinguang)
 
 
-async def test_no_critiques_at_all_is_also_one_sided(harness):
+async def test_no_critiques_at_all_is_also_one_sided():
     spec = duel_spec(seats=(HUINENG, YINGUANG))
     spec.options.rounds = 1
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
     assert run.outcome == "done" and "one_sided_coverage" in run.warning_codes
 
 
 # -- stopping and closing -------------------------------------------------------------------------
 
 
-async def test_early_stop_when_both_positions_stop_moving(harness):
+async def test_early_stop_when_both_positions_stop_moving():
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)  # protocol default: 4 rounds
-    run = await harness.run(spec, duel_script(move=lambda s, n: "转向，采纳对方一点" if n == 1 else "无，坚持原立场"))
+    run = await debate(spec, duel_fake(move=lambda s, n: "转向，采纳对方一点" if n == 1 else "无，坚持原立场"))
 
     assert run.outcome == "done"
     assert run.data["rounds_planned"] == 4
     assert run.data["stopped_early_after"] == 2
     assert "early_stop" in run.warning_codes
-    assert len(speeches(run)) == 4 and len(run.requests) == 5
+    assert len(speeches(run)) == 4 and run.keys[-1] == "duel:close" and len(run.calls) == 5
     assert [s["round"] for s in run.data["round_summaries"]] == [1, 1, 2, 2]
 
 
-async def test_no_early_stop_while_one_side_still_moves(harness):
+async def test_no_early_stop_while_one_side_still_moves():
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
-    run = await harness.run(spec, duel_script(move=lambda s, n: "无" if s == "huineng" else "松动"))
+    run = await debate(spec, duel_fake(move=lambda s, n: "无" if s == "huineng" else "松动"))
     assert "stopped_early_after" not in run.data and "early_stop" not in run.warning_codes
     assert len(speeches(run)) == 8
 
 
-async def test_a_move_explained_with_the_character_wu_still_counts_as_moved(harness):
+async def test_a_move_explained_with_the_character_wu_still_counts_as_moved():
     # "转向" is the chosen option; the explanation mentions 无念 — that is not "无" (no change).
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
     spec.options.rounds = 3
-    run = await harness.run(spec, duel_script(move=lambda s, n: "转向，接受了无念之说"))
+    run = await debate(spec, duel_fake(move=lambda s, n: "转向，接受了无念之说"))
     assert "stopped_early_after" not in run.data
     assert len(speeches(run)) == 6
     assert run.turns()["duel:2:huineng"].data == {"moved": True}
 
 
-async def test_early_stop_by_unchanged_summaries_when_nobody_declares(harness):
-    def script(body):
-        who = speaker_of(body)
-        if who == CLOSER:
-            return CLOSE_TEXT
-        return f"RAW：{who}的发言。\n小结：{who}始终认为自性与净土并不相碍"
+async def test_early_stop_by_unchanged_summaries_when_nobody_declares():
+    def speech(call):
+        name = NAME[slug_and_round(call.key)[0]]
+        return f"RAW：{name}的发言。\n小结：{name}始终认为自性与净土并不相碍"
 
-    run = await harness.run(duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES), script)
+    fake = FakeLLM(default=unscripted).reply("duel:close", CLOSE_TEXT).reply("duel:*", speech)
+    run = await debate(duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES), fake)
     assert run.data["stopped_early_after"] == 2
     assert run.turns()["duel:2:huineng"].data == {"moved": None}
 
 
-async def test_neutral_close_is_headed_by_the_disclaimer(harness):
+async def test_neutral_close_is_headed_by_the_disclaimer():
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
     spec.options.rounds = 1
-    run = await harness.run(spec, duel_script())
+    run = await debate(spec, duel_fake())
 
     verdict = run.report.verdict_markdown
     blocks = verdict.split("\n\n")
     assert blocks[0] == "# 祖师对辩 Duel"
     assert blocks[2] == DISCLAIMER  # right after the heading and the question
     assert verdict.index(DISCLAIMER) < verdict.index("## 中立收束 Neutral synthesis") < verdict.index("NEUTRAL-CLOSE")
-    close = next(r for r in run.requests if req_speaker(r) == CLOSER)
-    assert "不站任何一方，不评判高下" in req_user(close)
-    assert "没有裁决之权" in close.system_prompt
+    close = run.call("duel:close")
+    assert "不站任何一方，不评判高下" in close.user
+    assert "没有裁决之权" in close.system
     assert run.data["verdict_sections"][0]["title"] == "中立收束 Neutral synthesis"
     assert run.data["verdict_sections"][0]["body"].startswith("NEUTRAL-CLOSE")
 
 
-async def test_duel_failure_keeps_earlier_turns(harness):
-    from testkit.fake_openai import Fault
-
-    harness.server.inject(
-        Fault.server_error(),
-        times=None,
-        when=lambda body: speaker_of(body) == "印光大师" and "第 2/3 轮" in user_of(body),
-    )
+async def test_duel_failure_keeps_earlier_turns():
+    error = ServerError("HTTP 500 from the provider (fake)")
     spec = duel_spec(seats=(HUINENG, YINGUANG), critiques=CRITIQUES)
     spec.options.rounds = 3
-    run = await harness.run(spec, duel_script(), max_retries=1)
+    run = await debate(spec, duel_fake().reply("duel:2:yinguang", error))
 
     assert run.outcome == "failed"
     failed = run.sink.of(ev.TurnFailed)
-    assert [f.key for f in failed] == ["duel:2:yinguang"] and "HTTP 500" in failed[0].error
+    assert [f.key for f in failed] == ["duel:2:yinguang"] and failed[0].error == str(error)
     assert set(run.turns()) == {"duel:1:huineng", "duel:1:yinguang", "duel:2:huineng"}
     assert run.turns()["duel:1:yinguang"].text.startswith("RAW-yinguang-R1")
-    assert not any(req_speaker(r) == CLOSER for r in run.requests)
+    assert run.keys[-1] == "duel:2:yinguang"  # nothing after the failure, no close
     assert run.finished.outcome == "failed" and "印光大师" in run.finished.reason
+    assert str(error) in run.finished.reason

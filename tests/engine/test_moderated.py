@@ -1,5 +1,6 @@
-"""Moderated debate against the real fake HTTP server: manifests, aborts, speaking order per mode,
-the character limit, anti-pattern flags, the fixed verdict form, the budget and the recommender."""
+"""Moderated debate on the in-process fake, scripted by turn key: manifests, aborts, speaking order
+per mode, the character limit, anti-pattern flags, the fixed verdict form, the budget and the
+recommender."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from debates.engine import events as ev
 from debates.engine.moderated import CUT_MARK, VERDICT_FORM, enforce_verdict_form, recommend, validate_manifests
 from debates.engine.spec import SeatSpec
+from testkit.fake_llm import FakeLLM
 
 from .conftest import (
     CONFUCIUS,
@@ -15,17 +17,14 @@ from .conftest import (
     MODERATOR,
     MUNGER,
     SOCRATES,
+    debate,
     manifest,
     moderated_spec,
-    req_speaker,
-    req_user,
-    speaker_of,
-    text_of,
-    user_of,
+    unscripted,
 )
 
 CHAIR = "主持人"
-SLUG = {p.name: p.slug for p in (JOBS, MUNGER, CONFUCIUS, SOCRATES)}
+NAME = {p.slug: p.name for p in (JOBS, MUNGER, CONFUCIUS, SOCRATES)}
 FILLER = {
     1: "开篇先讲清楚边界条件与目标客户是谁，再谈资源怎么分配。",
     2: "回到对方提到的现金流压力，销售回款周期决定了能活多久。",
@@ -34,30 +33,34 @@ FILLER = {
 GOOD_VERDICT = f"## 各方要点\n- 甲方重产品，乙方重现金流。\n## 裁决\n{VERDICT_FORM}：先用最小产品验证付费意愿。"
 
 
+def slug_and_round(key: str) -> tuple[str, int]:
+    """`speech:2:steve-jobs:2` (round 2, his second speech) → ("steve-jobs", 2)."""
+    _, n, slug, _count = key.split(":")
+    return slug, int(n)
+
+
 def round_of(user: str) -> int:
+    """The round a speech's prompt says it is in."""
     return int(re.search(r"（第 (\d+)/\d+ 轮）", user).group(1))
 
 
-def mod_script(speech=None, verdict=GOOD_VERDICT):
-    """`speech(name, slug, round, user)` may return a text; else a distinct default per speaker and round."""
+def mod_fake(speech=None, verdict=GOOD_VERDICT) -> FakeLLM:
+    """`speech(call, slug, round)` may return a text; else a distinct default per speaker and round."""
 
-    def script(body):
-        who, user = speaker_of(body), user_of(body)
-        if who == CHAIR:
-            return verdict
-        n = round_of(user)
-        text = speech(who, SLUG.get(who, who), n, user) if speech else None
-        return text or f"MARK-{SLUG.get(who, who)}-{n} {who}：{FILLER[min(n, 3)]}"
+    def say(call):
+        slug, n = slug_and_round(call.key)
+        text = speech(call, slug, n) if speech else None
+        return text or f"MARK-{slug}-{n} {NAME.get(slug, slug)}：{FILLER[min(n, 3)]}"
 
-    return script
+    return FakeLLM(default=unscripted).reply("moderator:verdict", verdict).reply("speech:*", say)
 
 
-def speech_requests(run):
-    return [r for r in run.requests if req_speaker(r) != CHAIR]
+def speech_calls(run):
+    return run.calls_for("speech:*")
 
 
 def order(run) -> list[str]:
-    return [req_speaker(r) for r in speech_requests(run)]
+    return [slug_and_round(c.key)[0] for c in speech_calls(run)]
 
 
 # -- manifests and aborts -------------------------------------------------------------------------
@@ -90,81 +93,88 @@ def test_manifest_validation_drops_incomplete_and_warns_low_density():
     ]
 
 
-async def test_dropped_personas_never_speak_and_warnings_are_emitted(harness):
+async def test_dropped_personas_never_speak_and_warnings_are_emitted():
     seats = [
         SeatSpec(JOBS),
         SeatSpec(MUNGER),
         SeatSpec(manifest("no-schema", "缺类型者", schema="")),
         SeatSpec(manifest("thin", "低密度者", density=3)),
     ]
-    run = await harness.run(moderated_spec(seats=seats, rounds=1), mod_script())
+    run = await debate(moderated_spec(seats=seats, rounds=1), mod_fake())
 
     assert run.outcome == "done"
     assert run.data["participants"] == ["steve-jobs", "charlie-munger", "thin"]
     assert run.warning_codes.count("manifest_dropped") == 1 and "no-schema" in run.warning("manifest_dropped").text
     assert run.warning("low_density").text == "低密度者: low-density persona (density 3)"
-    assert "缺类型者" not in order(run) and order(run) == ["史蒂夫·乔布斯", "查理·芒格", "低密度者"]
+    assert order(run) == ["steve-jobs", "charlie-munger", "thin"]
+    assert [c.speaker for c in speech_calls(run)] == ["史蒂夫·乔布斯", "查理·芒格", "低密度者"]
 
 
-async def test_fewer_than_two_participants_after_validation_aborts(harness):
+async def test_fewer_than_two_participants_after_validation_aborts():
     seats = [SeatSpec(JOBS), SeatSpec(manifest("no-density", "缺密度", density=None))]
-    run = await harness.run(moderated_spec(seats=seats), mod_script())
+    run = await debate(moderated_spec(seats=seats), mod_fake())
 
     assert run.outcome == "refused"
-    assert run.requests == []
+    assert run.calls == []
     assert "至少需要 2 位" in run.finished.reason
     assert "manifest_dropped" in run.warning_codes
 
 
-async def test_position_based_needs_an_against_side(harness):
+async def test_position_based_needs_an_against_side():
     seats = [SeatSpec(JOBS, position="for"), SeatSpec(MUNGER, position="for"), SeatSpec(CONFUCIUS)]
-    run = await harness.run(moderated_spec(seats=seats, mode="position-based"), mod_script())
-    assert run.outcome == "refused" and run.requests == []
+    run = await debate(moderated_spec(seats=seats, mode="position-based"), mod_fake())
+    assert run.outcome == "refused" and run.calls == []
     assert "反对方" in run.finished.reason
 
 
 # -- speaking order -------------------------------------------------------------------------------
 
 
-async def test_round_robin_order_and_context(harness):
-    run = await harness.run(moderated_spec(rounds=2), mod_script())
+async def test_round_robin_order_and_context():
+    run = await debate(moderated_spec(rounds=2), mod_fake())
 
     assert run.outcome == "done"
-    assert order(run) == ["史蒂夫·乔布斯", "查理·芒格", "孔子"] * 2
-    assert [round_of(req_user(r)) for r in speech_requests(run)] == [1, 1, 1, 2, 2, 2]
-    first, second = speech_requests(run)[:2]
-    assert "（你是第一位发言者。）" in req_user(first)
-    assert "史蒂夫·乔布斯：MARK-steve-jobs-1" in req_user(second)  # earlier speeches as context
-    assert "当前模式：round-robin" in req_user(first) and "最大字数：600" in req_user(first)
-    assert req_speaker(run.requests[-1]) == CHAIR
+    assert run.keys == [
+        *(f"speech:1:{slug}:1" for slug in ("steve-jobs", "charlie-munger", "confucius")),
+        *(f"speech:2:{slug}:2" for slug in ("steve-jobs", "charlie-munger", "confucius")),
+        "moderator:verdict",
+    ]
+    # the key names the turn: that persona speaks, told which round it is in
+    assert [c.speaker for c in speech_calls(run)] == ["史蒂夫·乔布斯", "查理·芒格", "孔子"] * 2
+    assert [round_of(c.user) for c in speech_calls(run)] == [1, 1, 1, 2, 2, 2]
+    first, second = speech_calls(run)[:2]
+    assert "（你是第一位发言者。）" in first.user
+    assert "史蒂夫·乔布斯：MARK-steve-jobs-1" in second.user  # earlier speeches as context
+    assert "当前模式：round-robin" in first.user and "最大字数：600" in first.user
+    assert run.calls[-1].speaker == CHAIR
     assert run.data["speech_counts"] == {"steve-jobs": 2, "charlie-munger": 2, "confucius": 2}
 
 
-async def test_position_based_alternates_for_and_against(harness):
+async def test_position_based_alternates_for_and_against():
     seats = [
         SeatSpec(JOBS, position="for"),
         SeatSpec(MUNGER, position="against"),
         SeatSpec(CONFUCIUS, position="for"),
     ]
-    run = await harness.run(moderated_spec(seats=seats, mode="position-based", rounds=1), mod_script())
+    run = await debate(moderated_spec(seats=seats, mode="position-based", rounds=1), mod_fake())
 
-    assert order(run) == ["史蒂夫·乔布斯", "查理·芒格", "孔子"]
-    positions = [re.search(r"你被分派的立场：(\S+?)（", req_user(r)).group(1) for r in speech_requests(run)]
+    assert order(run) == ["steve-jobs", "charlie-munger", "confucius"]
+    positions = [re.search(r"你被分派的立场：(\S+?)（", c.user).group(1) for c in speech_calls(run)]
     assert positions == ["支持", "反对", "支持"]
 
 
-async def test_free_form_keeps_speech_counts_within_one(harness):
+async def test_free_form_keeps_speech_counts_within_one():
     seats = [SeatSpec(p) for p in (JOBS, MUNGER, CONFUCIUS, SOCRATES)]
 
-    def speech(who, slug, n, user):  # everybody keeps inviting 孔子: he must not get extra turns
-        return f"MARK-{slug}-{n}-{user.count('【')} {who}：我想听听孔子怎么看。{FILLER[min(n, 3)]}"
+    def speech(call, slug, n):  # everybody keeps inviting 孔子: he must not get extra turns
+        return f"MARK-{call.key} {NAME[slug]}：我想听听孔子怎么看。{FILLER[min(n, 3)]}"
 
-    run = await harness.run(moderated_spec(seats=seats, mode="free-form", rounds=3), mod_script(speech))
+    run = await debate(moderated_spec(seats=seats, mode="free-form", rounds=3), mod_fake(speech))
 
-    sequence = [SLUG[name] for name in order(run)]
+    sequence = order(run)
     assert len(sequence) == 12
     assert sequence[:2] == ["steve-jobs", "confucius"]  # the named speaker gets the floor among equals
-    counts = dict.fromkeys(SLUG.values(), 0)
+    counts = dict.fromkeys(NAME, 0)
     for slug in sequence:
         counts[slug] += 1
         assert max(counts.values()) - min(counts.values()) <= 1, sequence
@@ -174,25 +184,25 @@ async def test_free_form_keeps_speech_counts_within_one(harness):
 # -- limits and flags -----------------------------------------------------------------------------
 
 
-async def test_speech_over_the_character_limit_is_cut_and_marked(harness):
+async def test_speech_over_the_character_limit_is_cut_and_marked():
     long = "先做产品" * 30 + "TAIL-MARKER"
 
-    def speech(who, slug, n, user):
-        return long if slug == "steve-jobs" else f"{who}：先卖再做。"
+    def speech(call, slug, n):
+        return long if slug == "steve-jobs" else f"{NAME[slug]}：先卖再做。"
 
-    run = await harness.run(moderated_spec(rounds=1, max_chars=40), mod_script(speech))
+    run = await debate(moderated_spec(rounds=1, max_chars=40), mod_fake(speech))
 
     jobs = run.turns()["speech:1:steve-jobs:1"]
     assert jobs.text == long[:40] + CUT_MARK
     assert jobs.data == {"cut": True, "position": ""}
     assert run.turns()["speech:1:charlie-munger:1"].data["cut"] is False
     assert "speech_cut" in run.warning_codes and "40" in run.warning("speech_cut").text
-    munger = speech_requests(run)[1]
-    assert long[:40] + CUT_MARK in req_user(munger) and "TAIL-MARKER" not in text_of(munger)
-    assert "最大字数：40" in req_user(munger)
+    munger = run.call("speech:1:charlie-munger:1")
+    assert long[:40] + CUT_MARK in munger.user and "TAIL-MARKER" not in munger.text
+    assert "最大字数：40" in munger.user
 
 
-async def test_anti_pattern_flags(harness):
+async def test_anti_pattern_flags():
     said = {
         ("steve-jobs", 1): "MARK 产品是一切的起点，先做出让人尖叫的东西，再考虑怎么卖。" * 2,
         ("charlie-munger", 1): "反过来想：如果一家小公司死了，最可能的死因是现金流断裂，而不是产品不够好。" * 2,
@@ -202,7 +212,7 @@ async def test_anti_pattern_flags(harness):
     }
     said[("charlie-munger", 2)] = said[("charlie-munger", 1)]  # word for word again
 
-    run = await harness.run(moderated_spec(rounds=2), mod_script(lambda who, slug, n, user: said[(slug, n)]))
+    run = await debate(moderated_spec(rounds=2), mod_fake(lambda call, slug, n: said[(slug, n)]))
 
     assert sorted((f["speaker"], f["flag"], f["turn"]) for f in run.data["flags"]) == [
         ("charlie-munger", "repetition", "speech:2:charlie-munger:2"),
@@ -213,8 +223,8 @@ async def test_anti_pattern_flags(harness):
     assert run.warning_codes.count("anti_pattern") == 4
 
 
-async def test_verdict_is_forced_into_the_fixed_form(harness):
-    run = await harness.run(moderated_spec(rounds=1), mod_script(verdict="我认为应该选先做产品，理由是验证成本低。"))
+async def test_verdict_is_forced_into_the_fixed_form():
+    run = await debate(moderated_spec(rounds=1), mod_fake(verdict="我认为应该选先做产品，理由是验证成本低。"))
 
     verdict = run.data["verdict"]
     assert verdict.startswith(f"{VERDICT_FORM}：")
@@ -223,23 +233,23 @@ async def test_verdict_is_forced_into_the_fixed_form(harness):
     assert verdict in run.report.verdict_markdown
 
 
-async def test_a_verdict_already_in_the_fixed_form_is_left_alone(harness):
-    run = await harness.run(moderated_spec(rounds=1), mod_script())
+async def test_a_verdict_already_in_the_fixed_form_is_left_alone():
+    run = await debate(moderated_spec(rounds=1), mod_fake())
     assert run.data["verdict"] == GOOD_VERDICT and run.data["verdict_fixes"] == []
-    chair = run.requests[-1]
-    assert req_speaker(chair) == CHAIR and VERDICT_FORM in req_user(chair)
-    assert all(f"MARK-{s}-1" in req_user(chair) for s in ("steve-jobs", "charlie-munger", "confucius"))
+    chair = run.call("moderator:verdict")
+    assert run.calls[-1] is chair and chair.speaker == CHAIR and VERDICT_FORM in chair.user
+    assert all(f"MARK-{s}-1" in chair.user for s in ("steve-jobs", "charlie-munger", "confucius"))
 
 
 def test_enforce_verdict_form_on_empty_text():
     assert enforce_verdict_form("") == (f"{VERDICT_FORM}：（无足够发言）", ["verdict form added"])
 
 
-async def test_token_budget_ends_the_speeches_and_still_gives_a_verdict(harness):
-    run = await harness.run(moderated_spec(rounds=2, token_budget=1), mod_script())
+async def test_token_budget_ends_the_speeches_and_still_gives_a_verdict():
+    run = await debate(moderated_spec(rounds=2, token_budget=1), mod_fake())
 
     assert run.outcome == "done"
-    assert len(run.requests) == 1 and req_speaker(run.requests[0]) == "史蒂夫·乔布斯"
+    assert run.keys == ["speech:1:steve-jobs:1"]
     assert "token_budget" in run.warning_codes
     assert run.data["verdict"].startswith(VERDICT_FORM) and "预算用尽" in run.data["verdict"]
     assert run.data["speech_counts"] == {"steve-jobs": 1, "charlie-munger": 0, "confucius": 0}
@@ -262,9 +272,9 @@ def test_recommender_ignores_scores_under_one_half():
     assert recommend("小团队的产品设计该先做什么？", pool, threshold=0.9) == [(JOBS, 0.94)]
 
 
-async def test_moderated_stop_sequences_and_finish_event(harness):
-    run = await harness.run(moderated_spec(rounds=1), mod_script())
-    first = speech_requests(run)[0]
+async def test_moderated_stop_sequences_and_finish_event():
+    run = await debate(moderated_spec(rounds=1), mod_fake())
+    first = run.call("speech:1:steve-jobs:1")
     # The same stop strings as every format: other speakers' lines, and the prompt's own headings.
-    assert first.body["stop"] == ["\n查理·芒格：", "\n孔子：", "## 输出格式", "## 本轮规则"]
+    assert first.stop == ["\n查理·芒格：", "\n孔子：", "## 输出格式", "## 本轮规则"]
     assert run.finished == ev.Finished("done")

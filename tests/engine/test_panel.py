@@ -1,5 +1,6 @@
-"""Panel (taixu-debate) against the real fake HTTP server: admission, blind and cross rounds, open
-fronts and R4, silence, summaries, the token cap, the citation check, evidence, slug, mode, verdict."""
+"""Panel (taixu-debate) on the in-process fake, scripted by turn key: admission, blind and cross
+rounds, open fronts and R4, silence, summaries, the token cap, the citation check, evidence, slug,
+mode, verdict."""
 
 from __future__ import annotations
 
@@ -11,20 +12,20 @@ from debates.engine import events as ev
 from debates.engine import panel
 from debates.engine.panel import NO_EVIDENCE
 from debates.engine.text import clip
-from testkit.fake_openai import Reply
+from testkit.fake_llm import FakeLLM
 
-from .conftest import PANEL_ROLES, panel_spec, req_speaker, req_user, speaker_of, text_of, user_of
+from .conftest import PANEL_ROLES, debate, panel_spec, unscripted
 
 NAME = {p.slug: p.name for p in PANEL_ROLES}
-SLUG = {p.name: p.slug for p in PANEL_ROLES}
-HOST = "西塞罗"
 ADMIT_OK = "类型：选择决策型\n可证伪：是\n理由：可以用团队产出数据检验。\n话题标识：remote-work-team-productivity"
 CONCEPTS = "- 远程办公：每周四天以上不在办公室\n- 产出：季度交付的功能点\n- 协作成本：会议与等待时间"
-ROUND_PHRASES = {1: "盲立论", 2: "逐条反驳他方", 3: "防御你被攻击", 4: "逐条回应你的开放战线"}
+VERDICT = "## 辩论精华\n- 引文。\n## 综合判断\n中性综合。"
 
 
-def round_of(user: str) -> int | None:
-    return next((n for n, phrase in ROUND_PHRASES.items() if phrase in user), None)
+def slug_and_round(key: str) -> tuple[str, int]:
+    """`r2:feynman` → ("feynman", 2)."""
+    phase, slug = key.split(":", 1)
+    return slug, int(phase[1:])
 
 
 def default_speech(slug: str, n: int) -> str:
@@ -35,43 +36,30 @@ def default_speech(slug: str, n: int) -> str:
     )
 
 
-class PanelScript:
-    """Answers every panel request; `speeches[(slug, round)]` overrides a role's speech."""
-
-    def __init__(self, admission=ADMIT_OK, speeches=None, verdict="## 辩论精华\n- 引文。\n## 综合判断\n中性综合。"):
-        self.admission = admission
-        self.speeches = dict(speeches or {})
-        self.verdict = verdict
-        self.r1_delay: float | None = None
-
-    def __call__(self, body):
-        who, user = speaker_of(body), user_of(body)
-        if who == HOST:
-            for phrase, reply in (
-                ("入场审查", self.admission),
-                ("基线测量", "基线分析开始"),
-                ("概念对齐", CONCEPTS),
-                ("汇总 #2", "- 盲区：执行成本。"),
-                ("撰写摘要版裁决书", self.verdict),
-            ):
-                if phrase in user:
-                    return reply
-            raise AssertionError(f"unexpected host request: {user[:120]}")
-        slug, n = SLUG[who], round_of(user)
-        assert n is not None, f"unclassified request for {who}"
-        text = self.speeches.get((slug, n)) or default_speech(slug, n)
-        return Reply(text, token_delay=self.r1_delay if n == 1 else None)
+def panel_fake(admission=ADMIT_OK, speeches=None, verdict=VERDICT, **fake_options) -> FakeLLM:
+    """Every panel turn scripted by key; `speeches[(slug, round)]` overrides a role's speech."""
+    fake = FakeLLM(default=unscripted, **fake_options)
+    fake.reply("host:admission", admission)
+    # The baseline is asked for one token; FakeLLM ignores max_tokens, so keep it that short.
+    fake.reply("host:baseline", "基线")
+    fake.reply("host:concepts", CONCEPTS)
+    fake.reply("host:aggregate2", "- 盲区：执行成本。")
+    fake.reply("host:verdict", verdict)
+    for (slug, n), text in (speeches or {}).items():
+        fake.reply(f"r{n}:{slug}", text)
+    fake.reply("r?:*", lambda call: default_speech(*slug_and_round(call.key)))
+    return fake
 
 
 def in_round(run, n: int):
-    return [r for r in run.requests if req_speaker(r) in SLUG and round_of(req_user(r)) == n]
+    return run.calls_for(f"r{n}:*")
 
 
-def speakers(requests) -> list[str]:
-    return sorted(SLUG[req_speaker(r)] for r in requests)
+def speakers(calls) -> list[str]:
+    return sorted(slug_and_round(c.key)[0] for c in calls)
 
 
-ALL = sorted(SLUG.values())
+ALL = sorted(NAME)
 
 
 # -- admission ------------------------------------------------------------------------------------
@@ -84,24 +72,24 @@ ALL = sorted(SLUG.values())
         "Type: truth-seeking\nFalsifiable: No\nReason: 无法被任何观察证伪 (no observation could refute it).",
     ],
 )
-async def test_admission_refuses_an_unfalsifiable_proposition_with_the_reason(harness, admission):
-    run = await harness.run(panel_spec("万物皆有灵，这是宇宙的根本真理吗？"), PanelScript(admission=admission))
+async def test_admission_refuses_an_unfalsifiable_proposition_with_the_reason(admission):
+    run = await debate(panel_spec("万物皆有灵，这是宇宙的根本真理吗？"), panel_fake(admission=admission))
 
     assert run.outcome == "refused"
     assert run.finished.outcome == "refused"
     assert "命题未通过入场审查" in run.finished.reason and "无法被任何观察证伪" in run.finished.reason
     assert [s.status for s in run.sink.of(ev.Status)][-1] == "refused"
-    assert len(run.requests) == 1 and "入场审查" in req_user(run.requests[0])
+    assert run.keys == ["host:admission"] and "入场审查" in run.call("host:admission").user
     assert not run.sink.of(ev.Report)
 
 
-async def test_a_too_short_proposition_is_refused_without_a_call(harness):
-    run = await harness.run(panel_spec("好吗？"), PanelScript())
-    assert run.outcome == "refused" and run.requests == [] and "too short" in run.finished.reason
+async def test_a_too_short_proposition_is_refused_without_a_call():
+    run = await debate(panel_spec("好吗？"), panel_fake())
+    assert run.outcome == "refused" and run.calls == [] and "too short" in run.finished.reason
 
 
-async def test_admission_records_type_topic_slug_and_execution_mode(harness):
-    run = await harness.run(panel_spec(), PanelScript())
+async def test_admission_records_type_topic_slug_and_execution_mode():
+    run = await debate(panel_spec(), panel_fake())
 
     assert run.outcome == "done"
     assert run.data["proposition_type"] == "choice"
@@ -114,17 +102,17 @@ async def test_admission_records_type_topic_slug_and_execution_mode(harness):
     "slug_line",
     ["话题标识：远程办公的利弊", "话题标识：one two", "话题标识：a b c d e f g h i j"],
 )
-async def test_topic_slug_is_three_to_six_lowercase_words_even_when_the_model_fails(harness, slug_line):
+async def test_topic_slug_is_three_to_six_lowercase_words_even_when_the_model_fails(slug_line):
     admission = ADMIT_OK.rsplit("\n", 1)[0] + "\n" + slug_line
-    run = await harness.run(panel_spec(token_budget=1), PanelScript(admission=admission))  # stop after R1
+    run = await debate(panel_spec(token_budget=1), panel_fake(admission=admission))  # stop after R1
     slug = run.data["topic_slug"]
     assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z][a-z0-9]*){2,5}", slug), slug
     assert slug == "panel-debate-topic"  # the question has no English words: padded fallback
 
 
-async def test_sequential_provider_is_recorded_as_a_labelled_mode(harness):
+async def test_sequential_provider_is_recorded_as_a_labelled_mode():
     spec = panel_spec(token_budget=1)  # stop after R1: enough to see the mode
-    run = await harness.run(spec, PanelScript(), concurrency=1)
+    run = await debate(spec, panel_fake(concurrency=1))
     assert run.data["execution_mode"] == "isolated_sequential"
     assert "逐个执行" in run.report.verdict_markdown
 
@@ -132,27 +120,27 @@ async def test_sequential_provider_is_recorded_as_a_labelled_mode(harness):
 # -- visibility per round -------------------------------------------------------------------------
 
 
-async def test_rounds_see_exactly_what_the_protocol_allows(harness):
-    run = await harness.run(panel_spec(), PanelScript())
+async def test_rounds_see_exactly_what_the_protocol_allows():
+    run = await debate(panel_spec(), panel_fake())
     assert run.outcome == "done"
 
     r1, r2, r3 = in_round(run, 1), in_round(run, 2), in_round(run, 3)
     assert speakers(r1) == speakers(r2) == speakers(r3) == ALL
-    for request in r1:  # blind: no speech and not even another role's name
-        me = SLUG[req_speaker(request)]
-        seen = text_of(request)
+    # the key names the turn: that role speaks, told which round it is in
+    assert all(c.speaker == NAME[slug_and_round(c.key)[0]] for c in r1 + r2 + r3)
+    assert all(panel.ROUNDS_TEXT[n][1] in c.user for n, calls in ((1, r1), (2, r2), (3, r3)) for c in calls)
+    for call in r1:  # blind: no speech and not even another role's name
+        me, seen = slug_and_round(call.key)[0], call.text
         assert "MARK-" not in seen
         assert not [name for slug, name in NAME.items() if slug != me and name in seen]
-    for request in r2:  # own R1 and the others' raw R1
-        me = SLUG[req_speaker(request)]
-        seen = text_of(request)
+    for call in r2:  # own R1 and the others' raw R1
+        me, seen = slug_and_round(call.key)[0], call.text
         for slug in ALL:
             assert f"立场：{NAME[slug]}第1轮立场。MARK-{slug}-R1\n核心论据：\n1. 论据MARK-{slug}-R1-A。" in seen
         assert "-R2" not in seen
         assert f"### {NAME[me]}·R1（原文）" not in seen  # its own R1 comes once, as its own
-    for request in r3:  # own R1 + R2, the others' R2, not the others' R1
-        me = SLUG[req_speaker(request)]
-        seen = text_of(request)
+    for call in r3:  # own R1 + R2, the others' R2, not the others' R1
+        me, seen = slug_and_round(call.key)[0], call.text
         assert f"MARK-{me}-R1" in seen and f"MARK-{me}-R2" in seen
         for slug in ALL:
             if slug != me:
@@ -165,29 +153,28 @@ async def test_rounds_see_exactly_what_the_protocol_allows(harness):
     assert run.data["open_fronts"] == dict.fromkeys(ALL, 0)
 
 
-async def test_r4_runs_only_for_roles_with_open_fronts(harness):
-    script = PanelScript(
+async def test_r4_runs_only_for_roles_with_open_fronts():
+    fake = panel_fake(
         speeches={
             ("feynman", 3): "立场：坚持审查。\n反驳：【引用 奥斯本·R2】“MARK-osborn-R2”这一点站不住。\n"
             "沉默声明：无\n小结：费曼坚持审查。",
             ("hegel", 3): "立场：收敛。\n反驳：德博诺的价值回收说法忽略了协作成本。\n沉默声明：无\n小结：黑格尔修正。",
         }
     )
-    run = await harness.run(panel_spec(), script)
+    run = await debate(panel_spec(), fake)
 
     assert run.outcome == "done"
     assert run.data["open_fronts"] == {"osborn": 1, "hegel": 0, "bayes": 0, "feynman": 0, "debono": 1}
     r4 = in_round(run, 4)
     assert speakers(r4) == ["debono", "osborn"]
-    osborn_r4 = next(r for r in r4 if req_speaker(r) == "奥斯本")
-    fronts = req_user(osborn_r4).split("## 你的开放战线\n", 1)[1].split("\n\n", 1)[0]
+    fronts = run.call("r4:osborn").user.split("## 你的开放战线\n", 1)[1].split("\n\n", 1)[0]
     assert fronts == "- 费曼：反驳：【引用 奥斯本·R2】“MARK-osborn-R2”这一点站不住。"
     assert "r4_skipped" not in run.warning_codes
     assert set(run.turns()) >= {"r4:osborn", "r4:debono"} and "r4:feynman" not in run.turns()
 
 
-async def test_a_role_that_declares_silence_is_skipped_in_later_rounds(harness):
-    script = PanelScript(
+async def test_a_role_that_declares_silence_is_skipped_in_later_rounds():
+    fake = panel_fake(
         speeches={
             ("bayes", 2): "立场：不变。\n反驳：无\n沉默声明：本轮沉默\n小结：贝叶斯本轮沉默。",
             # bayes is named in R3 but has fallen silent: no R4 for it; osborn is cited and gets R4
@@ -195,7 +182,7 @@ async def test_a_role_that_declares_silence_is_skipped_in_later_rounds(harness):
             "沉默声明：无\n小结：费曼两处质疑。",
         }
     )
-    run = await harness.run(panel_spec(), script)
+    run = await debate(panel_spec(), fake)
 
     assert run.data["silent"] == ["bayes"]
     assert "bayes" in speakers(in_round(run, 2))
@@ -205,13 +192,13 @@ async def test_a_role_that_declares_silence_is_skipped_in_later_rounds(harness):
     assert "| 贝叶斯 | 贝叶斯第1轮小结。 | 贝叶斯本轮沉默。 | （沉默） | （沉默） |" in run.report.transcript_markdown
 
 
-async def test_summaries_never_exceed_60_characters(harness):
+async def test_summaries_never_exceed_60_characters():
     rambling = "我想说的是" + "远程办公的影响需要分团队、分阶段、分岗位来看待" * 13  # ~300 characters
     assert len(rambling) >= 300
-    script = PanelScript(
+    fake = panel_fake(
         speeches={("osborn", 1): f"立场：发散。\n反驳：无\n沉默声明：无\n小结：{rambling}"},
     )
-    run = await harness.run(panel_spec(), script)
+    run = await debate(panel_spec(), fake)
 
     finished = run.sink.of(ev.TurnFinished)
     assert finished and all(len(t.summary) <= 60 for t in finished)
@@ -219,9 +206,9 @@ async def test_summaries_never_exceed_60_characters(harness):
     assert all(len(t["summary"]) <= 60 for t in run.data["turns"])
 
 
-async def test_verdict_is_clipped_to_1200_characters(harness):
+async def test_verdict_is_clipped_to_1200_characters():
     long_verdict = "## 综合判断\n" + " ".join(f"point{i}" for i in range(700))  # ~4800 characters
-    run = await harness.run(panel_spec(), PanelScript(verdict=long_verdict))
+    run = await debate(panel_spec(), panel_fake(verdict=long_verdict))
 
     verdict = run.data["verdict"]
     assert len(verdict) == 1200 and verdict.endswith("…")
@@ -232,36 +219,36 @@ async def test_verdict_is_clipped_to_1200_characters(harness):
 # -- the token cap --------------------------------------------------------------------------------
 
 
-async def test_token_cap_stops_the_run_and_it_still_reports(harness):
-    run = await harness.run(panel_spec(token_budget=1), PanelScript())
+async def test_token_cap_stops_the_run_and_it_still_reports():
+    run = await debate(panel_spec(token_budget=1), panel_fake())
 
     assert run.outcome == "done"
     assert run.data["stopped_by_cap_after_round"] == 1
     assert "token_cap" in run.warning_codes
     assert speakers(in_round(run, 1)) == ALL
     assert in_round(run, 2) == [] and in_round(run, 3) == []
-    assert not [r for r in run.requests if "撰写摘要版裁决书" in req_user(r)]
+    assert "host:verdict" not in run.keys
     assert run.data["ledger"]["cap"] == 1
     verdict = run.data["verdict"]
     assert verdict.startswith("Token 上限已到") and "- 奥斯本：奥斯本第1轮小结。" in verdict
 
 
-async def test_token_cap_stops_hard_after_the_round_that_crossed_it(harness):
-    first = await harness.run(panel_spec(), PanelScript())
+async def test_token_cap_stops_hard_after_the_round_that_crossed_it():
+    first = await debate(panel_spec(), panel_fake())
     counted = {k: v["prompt"] + v["completion"] for k, v in first.data["ledger"]["turns"].items()}
     upto_r1 = sum(v for k, v in counted.items() if k in ("host:concepts",) or k.startswith("r1:"))
     upto_r2 = upto_r1 + sum(v for k, v in counted.items() if k.startswith("r2:"))
 
-    run = await harness.run(panel_spec(token_budget=upto_r1 + 1), PanelScript())  # R1 fits, R2 crosses
+    run = await debate(panel_spec(token_budget=upto_r1 + 1), panel_fake())  # R1 fits, R2 crosses
 
     assert run.data["stopped_by_cap_after_round"] == 2
     assert run.data["ledger"]["counted_against_cap"] == upto_r2
     assert speakers(in_round(run, 2)) == ALL and in_round(run, 3) == []
-    assert not [r for r in run.requests if "汇总 #2" in req_user(r)]
+    assert "host:aggregate2" not in run.keys
 
 
-async def test_research_budget_sets_the_cap_from_the_measured_baseline(harness):
-    run = await harness.run(panel_spec(research_budget="light"), PanelScript())
+async def test_research_budget_sets_the_cap_from_the_measured_baseline():
+    run = await debate(panel_spec(research_budget="light"), panel_fake())
 
     baseline = run.turns()["host:baseline"]
     expected_baseline = baseline.prompt_tokens + len(PANEL_ROLES) * panel.ROUNDS * panel.FORMAT.tokens["speech"]
@@ -272,8 +259,7 @@ async def test_research_budget_sets_the_cap_from_the_measured_baseline(harness):
         "cap": int(expected_baseline * 4.3),
     }
     assert run.data["ledger"]["cap"] == int(expected_baseline * 4.3)
-    baseline_request = next(r for r in run.requests if "基线测量" in req_user(r))
-    assert baseline_request.body["max_tokens"] == 1
+    assert run.call("host:baseline").max_tokens == 1
     # admission and baseline are charged but do not count against the cap
     ledger = run.data["ledger"]
     exempt = sum(
@@ -285,8 +271,8 @@ async def test_research_budget_sets_the_cap_from_the_measured_baseline(harness):
 # -- citations and evidence -----------------------------------------------------------------------
 
 
-async def test_citation_of_a_point_that_does_not_exist_is_flagged(harness):
-    script = PanelScript(
+async def test_citation_of_a_point_that_does_not_exist_is_flagged():
+    fake = panel_fake(
         speeches={
             (
                 "feynman",
@@ -295,7 +281,7 @@ async def test_citation_of_a_point_that_does_not_exist_is_flagged(harness):
             "【引用 康德·R1】“纯粹理性”\n沉默声明：无\n小结：费曼逐条审查。",
         }
     )
-    run = await harness.run(panel_spec(), script)
+    run = await debate(panel_spec(), fake)
 
     checks = [c for c in run.data["citation_check"] if c["citing"] == "r2:feynman"]
     assert checks == [
@@ -323,12 +309,12 @@ async def test_citation_of_a_point_that_does_not_exist_is_flagged(harness):
     assert "引用检查：共 3 处，未核实 2 处" in transcript and "被引发言中没有这段话" in transcript
 
 
-async def test_no_evidence_warning_only_without_material(harness):
-    bare = await harness.run(panel_spec(token_budget=1), PanelScript())
+async def test_no_evidence_warning_only_without_material():
+    bare = await debate(panel_spec(token_budget=1), panel_fake())
     assert bare.warning("no_evidence").text == NO_EVIDENCE
     assert NO_EVIDENCE in bare.report.transcript_markdown
 
     material = "材料：2023 年远程团队 EVIDENCE-42 的交付量下降 5%。"
-    given = await harness.run(panel_spec(token_budget=1, evidence=material), PanelScript())
+    given = await debate(panel_spec(token_budget=1, evidence=material), panel_fake())
     assert "no_evidence" not in given.warning_codes
-    assert all(material in text_of(r) for r in in_round(given, 1))
+    assert len(in_round(given, 1)) == 5 and all(material in c.text for c in in_round(given, 1))

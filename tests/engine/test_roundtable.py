@@ -1,5 +1,5 @@
-"""Roundtable against the real fake HTTP server: suitability, modes, checkpoint and resume,
-'agree and add' sent back once, the veto rule, and the four output sections."""
+"""Roundtable on the in-process fake, scripted by turn key: suitability, modes, checkpoint and
+resume, 'agree and add' sent back once, the veto rule, and the four output sections."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from debates.engine import events as ev
 from debates.engine.roundtable import recommend_roles, split_sections, suitability
 from debates.engine.spec import CompletedTurn
+from testkit.fake_llm import FakeLLM
 
 from .conftest import (
     AI_PM,
@@ -19,54 +20,36 @@ from .conftest import (
     TABLE_POOL,
     TEMPLATES,
     USER_ADVOCATE,
-    req_speaker,
-    req_user,
-    speaker_of,
+    debate,
     table_spec,
-    text_of,
-    user_of,
+    unscripted,
 )
 
 HOST = "圆桌主持"
-SLUG = {p.name: p.slug for p in TABLE_POOL}
+NAME = {p.slug: p.name for p in TABLE_POOL}
 DIRECT = "RAG（检索增强生成）是先检索相关文档、再让模型据此作答的方法。DIRECT-ANSWER"
+RESEARCH = "- 事实：现有知识库 3000 篇文档 RESEARCH-FACT（待核实）"
 SYNTHESIS = (
     "## 共识\n- 先做小范围试点。\n## 分歧\n- 乐观者主张全面铺开，魔鬼代言人反对（置信度中）。\n"
     "## 行动指南\n1. 建立评测集。\n2. 两周试点。\n## 风险提示\n- 知识库过期导致答错。"
 )
-PHASES = {
-    "r1": "轮次 1：只看议题",
-    "resend": "你被退回的上一版",
-    "r2": "必须挑战至少一个其他角色的核心论点",
-    "r3": "回应针对你的质询",
-}
 
 
-def phase_of(user: str) -> str | None:
-    # the resend also carries the R2 rule: test it first
-    return next((phase for phase, words in PHASES.items() if words in user), None)
+def phase_and_slug(key: str) -> tuple[str, str]:
+    """`r1:optimist` → ("r1", "optimist"); the sent-back R2 `r2:optimist:resend` → ("resend", "optimist")."""
+    phase, slug, *resend = key.split(":")
+    return ("resend" if resend else phase), slug
 
 
-class TableScript:
-    def __init__(self, roles, speeches=None, synthesis=SYNTHESIS):
-        self.names = [r.name for r in roles]
-        self.speeches = dict(speeches or {})
-        self.synthesis = synthesis
+def table_fake(roles, speeches=None, synthesis=SYNTHESIS) -> FakeLLM:
+    """Every roundtable turn scripted by key; `speeches[(slug, phase)]` overrides one, where phase
+    is r1, r2, resend or r3. Each R2 challenges the next role at the table."""
+    slugs = [r.slug for r in roles]
 
-    def __call__(self, body):
-        who, user = speaker_of(body), user_of(body)
-        if who == HOST:
-            if "直接、准确地回答" in user:
-                return DIRECT
-            if "整合输出" in user:
-                return self.synthesis
-            if "深度模式的检索准备" in user:
-                return "- 事实：现有知识库 3000 篇文档 RESEARCH-FACT（待核实）"
-            raise AssertionError(user[:100])
-        slug, phase = SLUG[who], phase_of(user)
-        if (slug, phase) in self.speeches:
-            return self.speeches[(slug, phase)]
-        target = self.names[(self.names.index(who) + 1) % len(self.names)]
+    def speak(call):
+        phase, slug = phase_and_slug(call.key)
+        who = NAME[slug]
+        target = NAME[slugs[(slugs.index(slug) + 1) % len(slugs)]]
         if phase == "r1":
             return (
                 f"核心论点：{who}主张小步试点。MARK-{slug}-R1\n论据：\n1. 成本可控。\n2. 可以量化效果。\n"
@@ -77,18 +60,21 @@ class TableScript:
                 f"质询对象：{target}\n漏洞：{target}的核心论点忽略了知识库维护成本。MARK-{slug}-{phase}\n"
                 f"你的立场：先评测再上线。\n小结：{who}质询{target}。"
             )
-        if phase == "r3":
-            veto = "\n否决：否" if slug == "devil-advocate" else ""
-            return f"决定：坚持\n理由：质疑不成立。\n最终立场：试点。\n置信度：中{veto}\n小结：{who}坚持试点。"
-        raise AssertionError(f"unclassified request for {who}: {user[:100]}")
+        veto = "\n否决：否" if slug == "devil-advocate" else ""
+        return f"决定：坚持\n理由：质疑不成立。\n最终立场：试点。\n置信度：中{veto}\n小结：{who}坚持试点。"
+
+    fake = FakeLLM(default=unscripted)
+    fake.reply("host:direct", DIRECT).reply("host:synthesis", synthesis).reply("host:research", RESEARCH)
+    for (slug, phase), text in (speeches or {}).items():
+        fake.reply(f"r2:{slug}:resend" if phase == "resend" else f"{phase}:{slug}", text)
+    fake.reply("r?:*", speak)
+    return fake
 
 
-def of_phase(run, phase: str, who: str | None = None):
-    return [
-        r
-        for r in run.requests
-        if req_speaker(r) != HOST and phase_of(req_user(r)) == phase and (who is None or req_speaker(r) == who)
-    ]
+def of_phase(run, phase: str, slug: str | None = None):
+    """The calls of one phase (r1, r2, resend, r3), optionally of one role."""
+    speeches = [(c, *phase_and_slug(c.key)) for c in run.calls if not c.key.startswith("host:")]
+    return [c for c, p, s in speeches if p == phase and slug in (None, s)]
 
 
 STANDARD = [DEVIL, OPTIMIST, RAG, LLM_ARCH]
@@ -97,21 +83,21 @@ STANDARD = [DEVIL, OPTIMIST, RAG, LLM_ARCH]
 # -- suitability --------------------------------------------------------------------------------
 
 
-async def test_a_simple_fact_is_answered_directly(harness):
-    run = await harness.run(table_spec("什么是 RAG？"), TableScript(STANDARD))
+async def test_a_simple_fact_is_answered_directly():
+    run = await debate(table_spec("什么是 RAG？"), table_fake(STANDARD))
 
     assert run.outcome == "done"
-    assert len(run.requests) == 1
-    assert req_speaker(run.requests[0]) == HOST and "直接、准确地回答" in req_user(run.requests[0])
+    assert run.keys == ["host:direct"]
+    assert run.call("host:direct").speaker == HOST and "直接、准确地回答" in run.call("host:direct").user
     assert run.data["suitability"] == "simple fact"
     assert "unsuitable" in run.warning_codes
     assert run.data["verdict_sections"] == [{"title": "直接回答 Direct answer", "body": DIRECT}]
     assert not run.sink.of(ev.Checkpoint)
 
 
-async def test_force_debates_even_an_unsuitable_question(harness):
+async def test_force_debates_even_an_unsuitable_question():
     spec = table_spec("什么是 RAG？", force=True)
-    run = await harness.run(spec, TableScript(STANDARD))
+    run = await debate(spec, table_fake(STANDARD))
     assert run.outcome == "waiting"
     assert len(of_phase(run, "r1")) == 4 and "unsuitable" not in run.warning_codes
 
@@ -134,16 +120,16 @@ def test_suitability_check(question, ok, reason):
 # -- modes and roles ------------------------------------------------------------------------------
 
 
-async def test_quick_mode_is_three_roles_one_round_no_checkpoint(harness):
+async def test_quick_mode_is_three_roles_one_round_no_checkpoint():
     roles = [DEVIL, OPTIMIST, RAG]
-    run = await harness.run(table_spec(roles=roles, mode="quick"), TableScript(roles))
+    run = await debate(table_spec(roles=roles, mode="quick"), table_fake(roles))
 
     assert run.outcome == "done"
     assert run.data["mode"] == "quick" and run.data["rounds"] == 1
-    assert sorted(req_speaker(r) for r in of_phase(run, "r1")) == sorted(r.name for r in roles)
+    assert sorted(c.speaker for c in of_phase(run, "r1")) == sorted(r.name for r in roles)
     assert of_phase(run, "r2") == [] and of_phase(run, "r3") == []
     assert not run.sink.of(ev.Checkpoint)
-    assert len(run.requests) == 4 and "整合输出" in req_user(run.requests[-1])
+    assert len(run.calls) == 4 and run.keys[-1] == "host:synthesis" and "整合输出" in run.calls[-1].user
 
 
 @pytest.mark.parametrize(
@@ -156,18 +142,18 @@ async def test_quick_mode_is_three_roles_one_round_no_checkpoint(harness):
         ("marathon", [DEVIL, OPTIMIST, RAG]),
     ],
 )
-async def test_wrong_role_count_or_mode_is_refused_before_any_call(harness, mode, roles):
-    run = await harness.run(table_spec(roles=roles, mode=mode), TableScript(roles))
-    assert run.outcome == "refused" and run.requests == []
+async def test_wrong_role_count_or_mode_is_refused_before_any_call(mode, roles):
+    run = await debate(table_spec(roles=roles, mode=mode), table_fake(roles))
+    assert run.outcome == "refused" and run.calls == []
 
 
-async def test_deep_mode_researches_first_and_shares_the_facts(harness):
+async def test_deep_mode_researches_first_and_shares_the_facts():
     roles = [DEVIL, OPTIMIST, USER_ADVOCATE, RAG, LLM_ARCH]
-    run = await harness.run(table_spec(roles=roles, mode="deep", no_interrupt=True), TableScript(roles))
+    run = await debate(table_spec(roles=roles, mode="deep", no_interrupt=True), table_fake(roles))
 
     assert run.outcome == "done" and run.data["rounds"] == 3
-    assert "深度模式的检索准备" in req_user(run.requests[0])
-    assert all("RESEARCH-FACT" in text_of(r) for r in of_phase(run, "r1"))
+    assert run.keys[0] == "host:research" and "深度模式的检索准备" in run.calls[0].user
+    assert all("RESEARCH-FACT" in c.text for c in of_phase(run, "r1"))
     assert len(of_phase(run, "r1")) == len(of_phase(run, "r2")) == len(of_phase(run, "r3")) == 5
 
 
@@ -191,24 +177,25 @@ def test_recommended_table_is_two_stances_and_three_experts():
     assert len(quick) == 3
 
 
-async def test_without_seats_the_table_is_recommended(harness):
+async def test_without_seats_the_table_is_recommended():
     spec = table_spec("客服要不要上 RAG？", roles=[])
-    run = await harness.run(spec, TableScript([DEVIL, USER_ADVOCATE, AI_PM, LLM_ARCH, RAG]))
+    run = await debate(spec, table_fake([DEVIL, USER_ADVOCATE, AI_PM, LLM_ARCH, RAG]))
     assert run.outcome == "waiting"
-    assert sorted(SLUG[req_speaker(r)] for r in of_phase(run, "r1")) == sorted(TEMPLATES[0].roles)
+    assert sorted(c.key.split(":")[1] for c in of_phase(run, "r1")) == sorted(TEMPLATES[0].roles)
+    assert sorted(c.speaker for c in of_phase(run, "r1")) == sorted(NAME[s] for s in TEMPLATES[0].roles)
 
 
 # -- checkpoint and resume ------------------------------------------------------------------------
 
 
-async def test_checkpoint_after_r1_then_resume_without_recalling_r1(harness):
-    script = TableScript(STANDARD)
-    first = await harness.run(table_spec(), script)
+async def test_checkpoint_after_r1_then_resume_without_recalling_r1():
+    fake = table_fake(STANDARD)
+    first = await debate(table_spec(), fake)
 
     assert first.outcome == "waiting"
     assert first.finished.outcome == "waiting"
     assert len(first.sink.of(ev.Checkpoint)) == 1
-    assert len(first.requests) == 4 and len(of_phase(first, "r1")) == 4
+    assert len(first.calls) == 4 and len(of_phase(first, "r1")) == 4
     assert not first.sink.of(ev.Report)
 
     spec = table_spec()
@@ -217,18 +204,17 @@ async def test_checkpoint_after_r1_then_resume_without_recalling_r1(harness):
         for t in first.sink.of(ev.TurnFinished)
     }
     spec.checkpoint_reply = "预算只有十万元 CHECKPOINT-FACT"
-    resumed = await harness.run(spec, script)
+    resumed = await debate(spec, fake)
 
     assert resumed.outcome == "done"
     assert of_phase(resumed, "r1") == []  # R1 was not called again
     replayed = [t for t in resumed.sink.of(ev.TurnFinished) if t.replayed]
     assert sorted(t.key for t in replayed) == sorted(f"r1:{r.slug}" for r in STANDARD)
     assert not any(t.key.startswith("r1:") for t in resumed.sink.of(ev.TurnStarted))
-    later = [r for r in resumed.requests]
-    assert len(later) == 4 + 4 + 1  # R2, R3, synthesis
+    assert len(resumed.calls) == 4 + 4 + 1  # R2, R3, synthesis
     injected = "用户在检查点补充：预算只有十万元 CHECKPOINT-FACT"
-    assert all(injected in text_of(r) for r in later)
-    assert all(f"MARK-{s.slug}-R1" in text_of(r) for r in of_phase(resumed, "r2") for s in STANDARD)
+    assert all(injected in c.text for c in resumed.calls)
+    assert all(f"MARK-{s.slug}-R1" in c.text for c in of_phase(resumed, "r2") for s in STANDARD)
     assert resumed.data["checkpoint_addition"] == "预算只有十万元 CHECKPOINT-FACT"
     # the replayed turns are still on the ledger with their original counts
     ledger = resumed.data["ledger"]["turns"]
@@ -236,20 +222,21 @@ async def test_checkpoint_after_r1_then_resume_without_recalling_r1(harness):
         assert ledger[t.key] == {"prompt": t.prompt_tokens, "completion": t.completion_tokens, "estimated": False}
 
 
-async def test_an_empty_checkpoint_reply_just_continues(harness):
-    script = TableScript(STANDARD)
-    first = await harness.run(table_spec(), script)
+async def test_an_empty_checkpoint_reply_just_continues():
+    fake = table_fake(STANDARD)
+    first = await debate(table_spec(), fake)
     spec = table_spec()
     spec.completed = {t.key: CompletedTurn(t.key, t.text, t.summary) for t in first.sink.of(ev.TurnFinished)}
     spec.checkpoint_reply = ""
-    resumed = await harness.run(spec, script)
+    resumed = await debate(spec, fake)
     assert resumed.outcome == "done"
-    assert not any("用户在检查点补充" in text_of(r) for r in resumed.requests)
+    assert len(resumed.calls) == 4 + 4 + 1
+    assert not any("用户在检查点补充" in c.text for c in resumed.calls)
     assert "checkpoint_addition" not in resumed.data
 
 
-async def test_no_interrupt_runs_through_the_checkpoint(harness):
-    run = await harness.run(table_spec(no_interrupt=True), TableScript(STANDARD))
+async def test_no_interrupt_runs_through_the_checkpoint():
+    run = await debate(table_spec(no_interrupt=True), table_fake(STANDARD))
     assert run.outcome == "done"
     assert not run.sink.of(ev.Checkpoint)
     assert len(of_phase(run, "r2")) == 4
@@ -261,29 +248,29 @@ async def test_no_interrupt_runs_through_the_checkpoint(harness):
 AGREE = "我同意魔鬼代言人的看法，并补充一点：还要关注客服体验。AGREE-TEXT\n小结：同意并补充。"
 
 
-async def test_agree_and_add_is_sent_back_exactly_once(harness):
-    script = TableScript(STANDARD, speeches={("optimist", "r2"): AGREE})
-    run = await harness.run(table_spec(no_interrupt=True), script)
+async def test_agree_and_add_is_sent_back_exactly_once():
+    fake = table_fake(STANDARD, speeches={("optimist", "r2"): AGREE})
+    run = await debate(table_spec(no_interrupt=True), fake)
 
     assert run.outcome == "done"
     assert [k for k in run.started_keys() if k.endswith(":resend")] == ["r2:optimist:resend"]
-    assert len(of_phase(run, "r2", "乐观者")) == 1 and len(of_phase(run, "resend", "乐观者")) == 1
-    resend = of_phase(run, "resend")[0]
-    assert "AGREE-TEXT" in req_user(resend) and "被主持人退回" in req_user(resend)
+    assert len(of_phase(run, "r2", "optimist")) == 1 and len(of_phase(run, "resend", "optimist")) == 1
+    resend = run.call("r2:optimist:resend")
+    assert "AGREE-TEXT" in resend.user and "被主持人退回" in resend.user
     assert run.warning_codes.count("agree_and_add") == 1
     assert "agree_and_add_kept" not in run.warning_codes
     # R3 sees the rewritten challenge, not the rejected one
-    for request in of_phase(run, "r3"):
-        assert "MARK-optimist-resend" in text_of(request) and "AGREE-TEXT" not in text_of(request)
+    assert len(of_phase(run, "r3")) == 4
+    for call in of_phase(run, "r3"):
+        assert "MARK-optimist-resend" in call.text and "AGREE-TEXT" not in call.text
 
 
-async def test_agree_and_add_again_after_resend_is_kept_with_a_warning_not_resent_twice(harness):
-    script = TableScript(STANDARD, speeches={("optimist", "r2"): AGREE, ("optimist", "resend"): AGREE})
-    run = await harness.run(table_spec(no_interrupt=True), script)
+async def test_agree_and_add_again_after_resend_is_kept_with_a_warning_not_resent_twice():
+    fake = table_fake(STANDARD, speeches={("optimist", "r2"): AGREE, ("optimist", "resend"): AGREE})
+    run = await debate(table_spec(no_interrupt=True), fake)
 
     assert run.outcome == "done"
-    optimist_r2 = [r for r in run.requests if req_speaker(r) == "乐观者" and phase_of(req_user(r)) in ("r2", "resend")]
-    assert len(optimist_r2) == 2
+    assert [c.key for c in run.calls_for("r2:optimist*")] == ["r2:optimist", "r2:optimist:resend"]
     assert "agree_and_add_kept" in run.warning_codes
     assert [k for k in run.started_keys() if "resend" in k] == ["r2:optimist:resend"]
 
@@ -300,9 +287,9 @@ VALID_SCENARIO = "上线三个月后知识库过期，答错率升到三成，�
         ("决定：坚持\n否决：是\n小结：否决。", None, "veto_ignored"),
     ],
 )
-async def test_veto_counts_only_with_a_concrete_failure_scenario(harness, r3, expected_veto, code):
-    script = TableScript(STANDARD, speeches={("devil-advocate", "r3"): r3})
-    run = await harness.run(table_spec(no_interrupt=True), script)
+async def test_veto_counts_only_with_a_concrete_failure_scenario(r3, expected_veto, code):
+    fake = table_fake(STANDARD, speeches={("devil-advocate", "r3"): r3})
+    run = await debate(table_spec(no_interrupt=True), fake)
 
     assert code in run.warning_codes
     assert ({"veto", "veto_ignored"} - {code}).isdisjoint(run.warning_codes)
@@ -313,18 +300,17 @@ async def test_veto_counts_only_with_a_concrete_failure_scenario(harness, r3, ex
         assert run.data["veto"] is None
 
 
-async def test_only_the_devils_advocate_has_a_veto(harness):
+async def test_only_the_devils_advocate_has_a_veto():
     r3 = f"决定：坚持\n否决：是\n失败场景：{VALID_SCENARIO}\n小结：我也想否决。"
-    run = await harness.run(table_spec(no_interrupt=True), TableScript(STANDARD, speeches={("optimist", "r3"): r3}))
+    run = await debate(table_spec(no_interrupt=True), table_fake(STANDARD, speeches={("optimist", "r3"): r3}))
     assert run.data["veto"] is None
     assert "veto" not in run.warning_codes and "veto_ignored" not in run.warning_codes
-    devil_r3 = of_phase(run, "r3", "魔鬼代言人")[0]
-    assert "否决：是 / 否" in req_user(devil_r3)
-    assert "否决：是 / 否" not in req_user(of_phase(run, "r3", "乐观者")[0])
+    assert "否决：是 / 否" in run.call("r3:devil-advocate").user
+    assert "否决：是 / 否" not in run.call("r3:optimist").user
 
 
-async def test_output_has_consensus_disagreements_action_guide_and_risks(harness):
-    run = await harness.run(table_spec(no_interrupt=True), TableScript(STANDARD))
+async def test_output_has_consensus_disagreements_action_guide_and_risks():
+    run = await debate(table_spec(no_interrupt=True), table_fake(STANDARD))
 
     assert run.outcome == "done"
     data = run.data
