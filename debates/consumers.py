@@ -9,6 +9,7 @@ share link was revoked, 4429 too many open live views (per viewer and per debate
 """
 
 from collections import Counter
+from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
 from asgiref.sync import async_to_sync
@@ -17,6 +18,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import Http404
+from django.utils.translation import get_supported_language_variant
+from django.utils.translation.trans_real import parse_accept_lang_header
 
 from debates import frames
 from debates.access import via_share_only, viewable_debate
@@ -64,7 +67,27 @@ def viewer_key(scope) -> str:
 
 def close_shared_sockets(debate_id: int) -> None:
     """Revoking a share link ends the live views opened through it (from a view: sync)."""
-    async_to_sync(get_channel_layer().group_send)(f"debate-{debate_id}", {"type": "debate.revoked"})
+    layer = get_channel_layer()
+    for name in frames.groups(debate_id).values():
+        async_to_sync(layer.group_send)(name, {"type": "debate.revoked"})
+
+
+def viewer_language(scope) -> str:
+    """The language the viewer's pages are in: the switcher's cookie, else the browser's
+    Accept-Language, else the default (what Django's LocaleMiddleware decides for a page)."""
+    headers = dict(scope.get("headers") or [])
+    cookies = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
+    chosen = cookies.get(settings.LANGUAGE_COOKIE_NAME)
+    supported = [code for code, _name in settings.LANGUAGES]
+    if chosen and chosen.value in supported:
+        return chosen.value
+    accept = headers.get(b"accept-language", b"").decode("latin-1")
+    for tag, _quality in parse_accept_lang_header(accept):
+        try:
+            return get_supported_language_variant(tag)
+        except LookupError:
+            continue
+    return settings.LANGUAGE_CODE
 
 
 class DebateConsumer(AsyncWebsocketConsumer):
@@ -88,7 +111,7 @@ class DebateConsumer(AsyncWebsocketConsumer):
             await self.close(code=TOO_MANY)
             return
         self.counted = True
-        self.group = f"debate-{self.debate_id}"
+        self.group = frames.group(self.debate_id, viewer_language(self.scope))
         self.seen = _int(query.get("after", ["-1"])[0])
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -98,7 +121,8 @@ class DebateConsumer(AsyncWebsocketConsumer):
         snap = await database_sync_to_async(frames.snapshot)(self.debate_id)
         if snap.seq != self.seen:
             # The page is behind (or ahead, after a resume): replace every live region wholesale.
-            await self.send(text_data=await database_sync_to_async(frames.full)(snap))
+            language = viewer_language(self.scope)
+            await self.send(text_data=await database_sync_to_async(frames.full_in)(snap, language))
         self.seen = snap.seq
 
     async def disconnect(self, code):

@@ -10,12 +10,36 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.template.loader import render_to_string
+from django.utils import translation
 
 from debates.models import Debate, Turn
 
 PARTS = "debates/_live.html"
+
+
+def languages() -> list[str]:
+    return [code for code, _name in settings.LANGUAGES]
+
+
+def group(debate_id: int, language: str) -> str:
+    """The channel group of a debate's viewers who read `language` (frames differ by language)."""
+    return f"debate-{debate_id}-{language}"
+
+
+def groups(debate_id: int) -> dict[str, str]:
+    return {language: group(debate_id, language) for language in languages()}
+
+
+def in_every_language(draw) -> dict[str, str]:
+    """`draw()` (a frame) once per language, each with that language's catalogue active."""
+    drawn = {}
+    for language in languages():
+        with translation.override(language):
+            drawn[language] = draw()
+    return drawn
 
 
 @contextmanager
@@ -67,10 +91,15 @@ def part(name: str, **context) -> str:
     return render_to_string(f"{PARTS}#{name}", context)
 
 
-def full(snap: Snapshot, request=None) -> str:
+def full(snap: Snapshot) -> str:
     """Every live region at once, each swapped by id: the WebSocket catch-up."""
     context = snap.context(oob=True)
     return "".join(part(name, **context) for name in ("status", "meter", "warnings", "transcript", "report"))
+
+
+def full_in(snap: Snapshot, language: str) -> str:
+    with translation.override(language):
+        return full(snap)
 
 
 def delta(turn_pk: int, text: str) -> str:

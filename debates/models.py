@@ -89,6 +89,8 @@ class Debate(models.Model):
     options = models.JSONField(_("options"), default=dict, blank=True)
     status = models.CharField(_("status"), max_length=20, choices=Status.choices, default=Status.QUEUED)
     status_detail = models.CharField(_("status detail"), max_length=500, blank=True)
+    # The same detail as the engine said it (msgid and values), so each viewer reads their language.
+    status_text = models.JSONField(default=dict, blank=True)
     warnings = models.JSONField(_("warnings"), default=list, blank=True)
     # Round and phase headers in transcript order: [{"position", "round", "phase", "title"}].
     phases = models.JSONField(default=list, blank=True)

@@ -24,6 +24,8 @@ from django.utils import timezone
 
 from debates import frames
 from debates.engine import events as ev
+from debates.engine.i18n import Text, verbatim
+from debates.engine.report import warning_dict
 from debates.leases import LeaseLost
 from debates.models import FINAL_STATUSES, Debate, Report, Status, Turn
 from debates.providers.base import estimate_tokens
@@ -37,6 +39,13 @@ FRAME_INTERVAL = 0.04
 def storable(text: str) -> str:
     """Model output as the database can hold it: PostgreSQL text cannot contain NUL."""
     return text.replace("\x00", "")
+
+
+def as_text(value) -> dict:
+    """An engine message as the database keeps it: its msgid and values, rendered per viewer."""
+    if not value:
+        return {}
+    return value.as_dict() if isinstance(value, Text) else verbatim(str(value)).as_dict()
 
 
 def attempt_record(turn: Turn) -> dict:
@@ -71,7 +80,7 @@ class DjangoSink:
         self.runner_id = runner_id
         self.lost = False
         self.on_lease_lost = None
-        self.group = f"debate-{debate_id}"
+        self.groups = frames.groups(debate_id)  # one per language: each viewer reads their own
         self.frame_interval = frame_interval
         self.echo = echo  # e.g. the terminal printer of `manage.py debate`
         self.layer = get_channel_layer()
@@ -119,12 +128,12 @@ class DjangoSink:
             if handler is None:
                 return
             try:
-                html = await database_sync_to_async(self._apply)(handler, event)
+                rendered = await database_sync_to_async(self._apply)(handler, event)
             except LeaseLost:
                 self._lose()
                 return
-            if html:
-                await self._send(html)
+            if rendered:
+                await self._send(rendered)
 
     async def _flush_later(self) -> None:
         wait = self.last_flush + self.frame_interval - asyncio.get_running_loop().time()
@@ -141,11 +150,11 @@ class DjangoSink:
                 return
             self.last_flush = asyncio.get_running_loop().time()
             try:
-                html = await database_sync_to_async(self._apply_deltas)(pending)
+                rendered = await database_sync_to_async(self._apply_deltas)(pending)
             except LeaseLost:
                 self._lose()
                 return
-            await self._send(html)
+            await self._send(rendered)
 
     def _lose(self) -> None:
         log.warning("debate %s: lease lost, another runner took over; this one stops", self.debate_id)
@@ -153,10 +162,13 @@ class DjangoSink:
         if self.on_lease_lost:
             self.on_lease_lost()
 
-    async def _send(self, html: str) -> None:
+    async def _send(self, rendered: dict[str, str]) -> None:
+        """One frame, in every language (`rendered`: language → HTML), each to its own group."""
         self.stats["frames"] += 1
         try:
-            await self.layer.group_send(self.group, {"type": "debate.frame", "seq": self.seq, "html": html})
+            for language, html in rendered.items():
+                message = {"type": "debate.frame", "seq": self.seq, "html": html}
+                await self.layer.group_send(self.groups[language], message)
         except Exception:  # a viewer-side failure must never stop the debate
             log.exception("could not send frame %s of debate %s", self.seq, self.debate_id)
 
@@ -173,29 +185,32 @@ class DjangoSink:
             self.debate = Debate.objects.get(pk=self.debate_id)
         return self.debate
 
-    def _apply(self, handler, event) -> str:
+    def _apply(self, handler, event) -> dict[str, str]:
+        """Write the event's change (its handler returns how to draw it), then draw it once per
+        language, outside the transaction."""
         with transaction.atomic():
-            return handler(event)
+            draw = handler(event)
+        return frames.in_every_language(draw) if draw else {}
 
-    def _apply_deltas(self, pending: dict[str, list[str]]) -> str:
-        html = []
+    def _apply_deltas(self, pending: dict[str, list[str]]) -> dict[str, str]:
+        deltas = []
         with transaction.atomic():
             for key, chunks in pending.items():
                 chunk = storable("".join(chunks))
                 self.texts[key] = self.texts.get(key, "") + chunk
                 pk = self.turn_pks[key]
                 Turn.objects.filter(pk=pk).update(text=self.texts[key])
-                html.append(frames.delta(pk, chunk))
+                deltas.append(frames.delta(pk, chunk))  # text only: the same in every language
             # Only seq changes: the meter's totals are the row as last read (the sink alone writes
             # them), so a frame costs no read of the whole row.
             self._bump(reload=self.debate is None)
         streaming = sum(estimate_tokens(t) for t in self.texts.values())
-        html.append(frames.meter(self.debate, streaming))
-        return "".join(html)
+        text = "".join(deltas)
+        return frames.in_every_language(lambda: text + frames.meter(self.debate, streaming))
 
     def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class
         status = FINAL.get(event.status, event.status)
-        fields = {"status": status, "status_detail": event.detail[:500]}
+        fields = {"status": status, "status_detail": str(event.detail)[:500], "status_text": as_text(event.detail)}
         now = timezone.now()
         if status == Status.RUNNING:
             fields["started_at"] = now
@@ -204,7 +219,7 @@ class DjangoSink:
         if status in (Status.DONE, Status.STOPPED, Status.FAILED):
             self._mark_running_turns(status)
         debate = self._bump(**fields)
-        return frames.status(debate)
+        return lambda: frames.status(debate)
 
     def _mark_running_turns(self, status) -> None:
         # A stop or failure leaves no turn "running": its partial text stays, marked as cut short.
@@ -216,9 +231,10 @@ class DjangoSink:
         if any(p["phase"] == event.phase and p["round"] == event.round for p in debate.phases):
             return ""  # a resumed run announces phases it already showed
         self.position += 1
-        entry = {"position": self.position, "round": event.round, "phase": event.phase, "title": event.title}
+        title = as_text(event.title)
+        entry = {"position": self.position, "round": event.round, "phase": event.phase, "title": title}
         self._bump(phases=[*debate.phases, entry])
-        return frames.phase(entry)
+        return lambda: frames.phase(entry)
 
     def _on_TurnStarted(self, event: ev.TurnStarted) -> str:  # noqa: N802
         fields = {
@@ -251,7 +267,7 @@ class DjangoSink:
         self.turn_pks[event.key] = turn.pk
         self.texts[event.key] = ""
         self._bump()
-        return frames.turn(turn, new=existing is None)
+        return lambda: frames.turn(turn, new=existing is None)
 
     def _on_TurnFinished(self, event: ev.TurnFinished) -> str:  # noqa: N802
         if event.replayed:
@@ -270,7 +286,7 @@ class DjangoSink:
         self.texts.pop(event.key, None)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return frames.turn(turn, new=False) + frames.meter(debate)
+        return lambda: frames.turn(turn, new=False) + frames.meter(debate)
 
     def _on_TurnFailed(self, event: ev.TurnFailed) -> str:  # noqa: N802
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
@@ -285,7 +301,7 @@ class DjangoSink:
         self.texts.pop(event.key, None)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return frames.turn(turn, new=False) + frames.meter(debate)
+        return lambda: frames.turn(turn, new=False) + frames.meter(debate)
 
     def _totals(self) -> dict:
         """Every call paid for: each turn's last attempt plus the earlier attempts in its history."""
@@ -302,15 +318,17 @@ class DjangoSink:
 
     def _on_Warning(self, event: ev.Warning) -> str:  # noqa: N802
         debate = Debate.objects.get(pk=self.debate_id)
-        item = {"code": event.code, "text": event.text}
-        if item in debate.warnings:
+        item = warning_dict(event)
+        if any(w.get("code") == item["code"] and w.get("text") == item["text"] for w in debate.warnings):
             return ""  # a resumed run repeats warnings it already gave
         debate = self._bump(warnings=[*debate.warnings, item])
-        return frames.warnings(debate)
+        return lambda: frames.warnings(debate)
 
     def _on_Checkpoint(self, event: ev.Checkpoint) -> str:  # noqa: N802
-        debate = self._bump(status=Status.WAITING, status_detail=event.prompt[:500])
-        return frames.status(debate)
+        debate = self._bump(
+            status=Status.WAITING, status_detail=str(event.prompt)[:500], status_text=as_text(event.prompt)
+        )
+        return lambda: frames.status(debate)
 
     def _on_Report(self, event: ev.Report) -> str:  # noqa: N802
         report, _ = Report.objects.update_or_create(
@@ -325,7 +343,7 @@ class DjangoSink:
         if event.data.get("topic_slug"):
             fields["topic_slug"] = event.data["topic_slug"][:120]
         debate = self._bump(**fields)
-        return frames.report(debate, report)
+        return lambda: frames.report(debate, report)
 
     def _on_Finished(self, event: ev.Finished) -> str:  # noqa: N802
         return ""

@@ -3,7 +3,10 @@ debate's spec here, the start form and the suggestion box the library part of it
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
+from django.utils import translation
 
 from debates import clients
 from debates.engine import registry
@@ -89,4 +92,18 @@ def debate_spec(debate: Debate) -> DebateSpec:
         completed=completed,
         checkpoint_reply=debate.checkpoint_reply,
         turn_deadline=settings.AGORA_TURN_DEADLINE,
+        translate=translator(question_language(debate.question)),
     )
+
+
+def question_language(question: str) -> str:
+    """The language a debate's own texts are in: Chinese if the question has Chinese in it."""
+    return "zh-hans" if re.search("[\u3400-\u9fff]", question) else "en"
+
+
+def translator(language: str):
+    def translate(msgid: str) -> str:
+        with translation.override(language):
+            return translation.gettext(msgid)
+
+    return translate

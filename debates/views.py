@@ -21,6 +21,7 @@ from debates.engine import registry
 from debates.forms import DebateForm, save_debate
 from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Provider, Status, Turn, new_share_token
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
+from debates.reports import transcript_markdown, verdict_markdown
 from debates.running_limit import RunningLimitReached
 from debates.specs import library_spec
 from personas.models import Library
@@ -129,7 +130,8 @@ def export_md(request, pk):
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     if rep is None:
         return HttpResponseBadRequest(_("This debate has no report yet."))
-    body = inert_markdown(rep.verdict_markdown + "\n\n---\n\n" + rep.transcript_markdown)
+    turns = list(debate.turns.all())
+    body = inert_markdown(verdict_markdown(rep) + "\n\n---\n\n" + transcript_markdown(rep, turns))
     if not shows_internals(request.user):
         body = redact_urls(body, _("the provider"))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")

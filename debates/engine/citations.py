@@ -9,7 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from debates.engine.i18n import gettext_noop
 from debates.engine.text import normalise
+
+# Why a citation failed: msgids, so the report can say it in the reader's language.
+UNKNOWN_SPEAKER = gettext_noop("the cited role does not exist")
+NO_SUCH_SPEECH = gettext_noop("the cited speech does not exist")
+NOT_FOUND = gettext_noop("the cited speech does not contain these words")
 
 CITATION_RE = re.compile(
     r"[【\[〔(（]\s*(?:引用|cite[sd]?|ref)?\s*[:：]?\s*"
@@ -53,13 +59,13 @@ def check(
     for citation in find_citations(text):
         slug = aliases.get(citation.speaker.lower())
         if slug is None:
-            results.append(CitationCheck(citing_key, citation, None, False, "unknown speaker"))
+            results.append(CitationCheck(citing_key, citation, None, False, UNKNOWN_SPEAKER))
             continue
         cited = speeches.get((slug, citation.round))
         if cited is None:
-            results.append(CitationCheck(citing_key, citation, slug, False, "no such speech"))
+            results.append(CitationCheck(citing_key, citation, slug, False, NO_SUCH_SPEECH))
         elif normalise(citation.quote) and normalise(citation.quote) in normalise(cited):
             results.append(CitationCheck(citing_key, citation, slug, True))
         else:
-            results.append(CitationCheck(citing_key, citation, slug, False, "quoted point not found"))
+            results.append(CitationCheck(citing_key, citation, slug, False, NOT_FOUND))
     return results

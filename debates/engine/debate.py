@@ -22,7 +22,7 @@ async def run_debate(spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledge
         await ctx.emit(ev.Status("running"))
         outcome = await fmt.run(ctx) or "done"
     except DebateAborted as aborted:
-        await ctx.emit(ev.Status(aborted.outcome, str(aborted)))
+        await ctx.emit(ev.Status(aborted.outcome, aborted.text))
         await ctx.emit(ev.Finished(aborted.outcome, str(aborted)))
         return aborted.outcome
     except asyncio.CancelledError:

@@ -23,12 +23,11 @@ DEFAULT_ROUNDS = 4
 MAX_ROUNDS = 8
 # Positions "stop moving" when both speakers say so, or their summaries barely change.
 STILL_SIMILARITY = 0.8
-DISCLAIMER = (
-    "> 本对话依据历史文献与公开资料生成，对比旨在展现多元视角，不评判优劣。所有教义断言附出处。\n"
-    "> This dialogue is generated from historical texts and public sources; the comparison shows "
-    "plural perspectives and ranks none."
+DISCLAIMER = gettext_noop(
+    "This dialogue is generated from historical texts and public sources; the comparison shows plural "
+    "perspectives and ranks none. Every doctrinal claim carries its source."
 )
-ONE_SIDED_WARNING = "⚠️ 本配对 cross-critique 未双向覆盖，对辩力度可能降级。Cross-critique coverage is one-sided."
+ONE_SIDED_WARNING = gettext_noop("⚠️ Cross-critique covers this pair in one direction only: the debate may be weaker.")
 
 
 def pair_key(slug_a: str, slug_b: str) -> str:
@@ -64,7 +63,9 @@ def choose_pair(
     if len(explicit) == 2:
         return Pairing(explicit[0], explicit[1], "explicit")
     if explicit:
-        raise DebateAborted("a duel needs exactly two personas; name two or none", outcome="refused")
+        raise DebateAborted(
+            text(gettext_noop("A duel needs exactly two personas: name two, or none.")), outcome="refused"
+        )
     by_slug = {p.slug: p for p in pool}
     low = question.lower()
     for rule in rules:
@@ -76,7 +77,7 @@ def choose_pair(
     ranked = sorted(debaters, key=lambda p: (-keyword_score(p, question), p.slug))
     if not ranked or keyword_score(ranked[0], question) == 0:
         raise DebateAborted(
-            "no pairing rule or persona keyword matches this question; choose two personas",
+            text(gettext_noop("No pairing rule or persona keyword matches this question: choose two personas.")),
             outcome="refused",
         )
     first = ranked[0]
@@ -84,7 +85,7 @@ def choose_pair(
         if second.tradition != first.tradition and keyword_score(second, question) > 0:
             return Pairing(first, second, "keywords")
     raise DebateAborted(
-        "keyword matching found no second persona from a different tradition; choose two personas",
+        text(gettext_noop("Keywords found no second persona from a different tradition: choose two personas.")),
         outcome="refused",
     )
 
@@ -188,12 +189,12 @@ async def _run(ctx: DebateContext) -> None:
     )
     if not ammo[a.slug] or not ammo[b.slug]:
         await ctx.warn("one_sided_coverage", ONE_SIDED_WARNING)
-        report.top_notes.append(f"> {ONE_SIDED_WARNING}")
+        report.top_notes.append(text(ONE_SIDED_WARNING))
 
     round_summaries: list[dict] = []
     latest = {a.slug: "", b.slug: ""}
     for round_no in range(1, rounds + 1):
-        await ctx.phase(round_no, "duel", f"第 {round_no} 轮 Round {round_no}")
+        await ctx.phase(round_no, "duel", gettext_noop("Round %(n)d"), n=round_no)
         moved = {}
         for speaker, opponent in ((a, b), (b, a)):
             turn = _speech_plan(ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds)
@@ -208,15 +209,17 @@ async def _run(ctx: DebateContext) -> None:
                 else (not previous or similarity(previous, result.summary) < STILL_SIMILARITY)
             )
         if round_no >= 2 and not any(moved.values()) and round_no < rounds:
-            await ctx.warn("early_stop", f"第 {round_no} 轮双方立场均未移动，提前收束。Positions stopped moving.")
+            await ctx.warn(
+                "early_stop", gettext_noop("Neither position moved in round %(n)d: the duel ends early."), n=round_no
+            )
             report.data["stopped_early_after"] = round_no
             break
     report.data["round_summaries"] = round_summaries
 
     close = await ctx.turn(_close_plan(ctx, a, b, round_summaries))
-    report.verdict_sections.append(("中立收束 Neutral synthesis", close.text))
-    report.top_notes.insert(0, DISCLAIMER)
-    await report.emit(verdict_heading="祖师对辩 Duel")
+    report.section("synthesis", gettext_noop("Neutral synthesis"), close.text)
+    report.top_notes.insert(0, text(DISCLAIMER))
+    await report.emit(verdict_heading=gettext_noop("Duel"))
 
 
 ORCHESTRATOR = PersonaSpec(slug="orchestrator", name="中立记录者", kind="host")
@@ -262,7 +265,7 @@ class Duel(Format):
     rounds = Rounds(user_sets=True, default=DEFAULT_ROUNDS, maximum=MAX_ROUNDS)
     tokens = {"speech": 420, "close": 700}
     summary_limit = SUMMARY_LIMIT
-    phase_titles = {"duel": "对辩", "close": "收束"}
+    phase_titles = {"duel": gettext_noop("Duel round"), "close": gettext_noop("Closing synthesis")}
 
     def check(self, question, personas, options, library) -> dict[str, Text]:
         problems = super().check(question, personas, options, library)
@@ -278,7 +281,7 @@ class Duel(Format):
         try:
             pairing = choose_pair(question, [], library.pairing_rules, library.pool)
         except DebateAborted as refusal:
-            return Suggestion(refusal=text(str(refusal)))
+            return Suggestion(refusal=refusal.text)
         if pairing.rule:
             note = text(gettext_noop("%(key)s · pairing rule: %(label)s"), key=pairing.key, label=pairing.rule.label)
         else:

@@ -58,10 +58,16 @@ def validate_manifests(seats: list[SeatSpec]) -> tuple[list[SeatSpec], list[str]
             if value in (None, "")
         ]
         if missing:
-            dropped.append(f"{p.slug}: missing {', '.join(missing)}")
+            dropped.append(text(gettext_noop("%(slug)s: missing %(fields)s"), slug=p.slug, fields=", ".join(missing)))
             continue
         if p.density_score == -1 or 0 <= p.density_score < MIN_DENSITY_OK:
-            warnings.append(f"{p.name}: low-density persona (density {p.density_score:g})")
+            warnings.append(
+                text(
+                    gettext_noop("%(name)s: low-density persona (density %(density)s)"),
+                    name=p.name,
+                    density=f"{p.density_score:g}",
+                )
+            )
         kept.append(seat)
     return kept, dropped, warnings
 
@@ -148,24 +154,33 @@ async def _run(ctx: DebateContext) -> str:
     chosen = FORMAT.mode(ctx.options.mode)
     if chosen is None:
         raise DebateAborted(
-            f"unknown mode {ctx.options.mode!r}: round-robin, position-based or free-form", outcome="refused"
+            text(
+                gettext_noop("There is no moderated mode “%(mode)s”: round-robin, position-based or free-form."),
+                mode=ctx.options.mode,
+            ),
+            outcome="refused",
         )
     mode = chosen.name
     seats = [s for s in spec.seats if s.persona.kind == "debater"] or recommended_seats(spec.question, library.pool)
     kept, dropped, low_density = validate_manifests(seats)
     for reason in dropped:
-        await ctx.warn("manifest_dropped", f"参与者被剔除（manifest 缺关键字段）：{reason}")
+        await ctx.warn(
+            "manifest_dropped",
+            gettext_noop("A participant was dropped (its manifest misses key fields): %(reason)s"),
+            reason=reason,
+        )
     for note in low_density:
-        await ctx.warn("low_density", note)
+        await ctx.warn("low_density", note.msgid, **note.params)
     if len(kept) < 2:
         raise DebateAborted(
-            f"剔除后只剩 {len(kept)} 位参与者，至少需要 2 位。Fewer than 2 participants.", outcome="refused"
+            text(gettext_noop("Only %(count)d participant(s) left: a moderated debate needs 2."), count=len(kept)),
+            outcome="refused",
         )
     if mode == "position-based":
         sides = {s.position for s in kept}
         if not {"for", "against"} <= sides:
             raise DebateAborted(
-                "立场模式需要至少一位支持方和一位反对方。Position-based needs a for and an against side.",
+                text(gettext_noop("Position-based needs at least one persona for and one against.")),
                 outcome="refused",
             )
     participants = [Participant(s) for s in kept]
@@ -187,8 +202,8 @@ async def _run(ctx: DebateContext) -> str:
     history: list[TurnResult] = []
     budget_stop = False
     for round_no in range(1, rounds + 1):
-        round_name = _round_name(round_no, rounds)
-        await ctx.phase(round_no, "speech", f"第 {round_no} 轮 · {round_name}")
+        round_name, round_title = _round_name(round_no, rounds)
+        await ctx.phase(round_no, "speech", gettext_noop("Round %(n)d · %(name)s"), n=round_no, name=text(round_title))
         last = _owner(participants, history[-1]) if history else None
         order = schedule(mode, participants) if mode != "free-form" else [None] * len(participants)
         for planned in order:
@@ -201,17 +216,36 @@ async def _run(ctx: DebateContext) -> str:
                 break
         if ctx.ledger.exceeded:
             budget_stop = True
-            await ctx.warn("token_budget", f"整场 token 预算 {ctx.ledger.cap} 已用尽，提前结束发言。Budget exhausted.")
+            await ctx.warn(
+                "token_budget",
+                gettext_noop("The debate's token budget of %(cap)d is spent: the speeches end here."),
+                cap=ctx.ledger.cap,
+            )
             break
     report.data["speech_counts"] = {p.persona.slug: len(p.speeches) for p in participants}
     await _verdict(ctx, moderator, participants, history, report, budget_stop)
     return "done"
 
 
-def _round_name(round_no: int, rounds: int) -> str:
+# Each round's name: as the prompt says it, and as the page titles it (a msgid).
+ROUND_NAMES = (
+    ("开篇陈述", gettext_noop("Opening statements")),
+    ("交锋回应", gettext_noop("Responses")),
+    ("深入交锋", gettext_noop("Deeper exchange")),
+)
+CLOSING = ("总结陈词", gettext_noop("Closing statements"))
+FLAGS = (
+    gettext_noop("repetition"),
+    gettext_noop("straw man"),
+    gettext_noop("persona drift"),
+    gettext_noop("empty agreement"),
+)
+
+
+def _round_name(round_no: int, rounds: int) -> tuple[str, str]:
     if rounds > 1 and round_no == rounds:
-        return "总结陈词"
-    return ("开篇陈述", "交锋回应", "深入交锋")[min(round_no - 1, 2)]
+        return CLOSING
+    return ROUND_NAMES[min(round_no - 1, 2)]
 
 
 def _owner(participants: list[Participant], result: TurnResult) -> Participant:
@@ -258,10 +292,15 @@ async def _speak(
     result = await ctx.turn(turn)
     flags = anti_patterns(speaker, result.text, participants)
     if result.data.get("cut"):
-        await ctx.warn("speech_cut", f"{persona.name} 的发言超过 {max_chars} 字，已截断。")
+        await ctx.warn(
+            "speech_cut",
+            gettext_noop("%(speaker)s spoke past %(max)d characters: the speech was cut."),
+            speaker=persona.name,
+            max=max_chars,
+        )
     for flag in flags:
         report.data["flags"].append({"turn": key, "speaker": persona.slug, "flag": flag})
-        await ctx.warn("anti_pattern", f"{persona.name}：{flag}")
+        await ctx.warn("anti_pattern", gettext_noop("%(speaker)s: %(flag)s"), speaker=persona.name, flag=text(flag))
     speaker.speeches.append(result)
     return result
 
@@ -284,7 +323,7 @@ def enforce_verdict_form(text: str) -> tuple[str, list[str]]:
 async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: ReportBuilder, budget_stop: bool):
     speeches = "\n\n".join(f"【{r.speaker.name}·第{r.round}轮】{r.text}" for r in history)
     if budget_stop:
-        text = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
+        verdict = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
         fixes = []
     else:
         result = await ctx.turn(
@@ -305,11 +344,11 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
                 duty="主席，不是辩手。",
             )
         )
-        text, fixes = enforce_verdict_form(result.text)
-    report.data["verdict"] = text
+        verdict, fixes = enforce_verdict_form(result.text)
+    report.data["verdict"] = verdict
     report.data["verdict_fixes"] = fixes
-    report.verdict_sections.append(("主持人综合与裁决 Verdict", text))
-    await report.emit(verdict_heading="主持辩论 Moderated debate")
+    report.section("verdict", gettext_noop("The moderator's synthesis and verdict"), verdict)
+    await report.emit(verdict_heading=gettext_noop("Moderated debate"))
 
 
 # -- the format ------------------------------------------------------------------------------------

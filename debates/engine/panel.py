@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from debates.engine import citations
 from debates.engine.format import Format, Seating
-from debates.engine.i18n import gettext_noop
+from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
@@ -22,13 +22,20 @@ SUMMARY_LIMIT = 60
 VERDICT_LIMIT = 1200
 CAP_MULTIPLIERS = {"light": 4.3, "standard": 4.5, "deep": 5.0}
 ROUNDS = 4
-TYPES = {"investment": "投资决策型", "choice": "选择决策型", "truth": "认知求真型"}
+TYPES = {"investment": "投资决策型", "choice": "选择决策型", "truth": "认知求真型"}  # as the prompts name them
+TYPE_LABELS = {
+    "investment": gettext_noop("investment decision"),
+    "choice": gettext_noop("choice decision"),
+    "truth": gettext_noop("truth-seeking"),
+}
 TYPE_WORDS = {
     "investment": ("投资", "investment"),
     "choice": ("选择", "choice", "决策型"),
     "truth": ("求真", "truth", "认知"),
 }
-NO_EVIDENCE = "⚠️ 无外部证据底座：用户未提供材料，各方只凭自身知识立论。No external evidence was supplied."
+NO_EVIDENCE = gettext_noop(
+    "⚠️ No external evidence: no material was supplied, every role argues from its own knowledge."
+)
 CITE_FORMAT = "【引用 角色名·R1】“对方原话片段”"
 FIVE_PARTS = (
     "按五要素输出，每项单独成行起头：\n"
@@ -73,7 +80,8 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
     question = ctx.spec.question.strip()
     if len(question) < 6:
         raise DebateAborted(
-            "命题太短，无法判断其类型与可证伪性。The proposition is too short to admit.", outcome="refused"
+            text(gettext_noop("The proposition is too short to judge its type and whether it can be falsified.")),
+            outcome="refused",
         )
     result = await ctx.turn(
         _host_plan(
@@ -96,11 +104,16 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
     refused_type = "不适合" in kind_text or "unsuitable" in kind_text.lower()
     not_falsifiable = falsifiable.lower().startswith(("否", "no", "不"))
     if (refused_type and not ctx.options.proposition_type) or not_falsifiable:
-        raise DebateAborted(f"命题未通过入场审查：{clip(reason, 200)}", outcome="refused")
+        raise DebateAborted(
+            text(
+                gettext_noop("The proposition did not pass admission: %(reason)s"), reason=verbatim(clip(reason, 200))
+            ),
+            outcome="refused",
+        )
     if not kind:
         kind = "choice"
         await ctx.warn(
-            "admission_unclear", "入场审查未能判明命题类型，按选择决策型处理。Type unclear; treated as a choice."
+            "admission_unclear", gettext_noop("Admission could not tell the proposition's type: treated as a choice.")
         )
     st.kind = kind
     report.data["proposition_type"] = kind
@@ -155,7 +168,11 @@ async def _align_concepts(ctx: DebateContext, st: PanelState) -> None:
     items = bullet_items(result.text, 5) or [line.strip() for line in result.text.splitlines() if "：" in line][:5]
     st.concepts = [clip(item, 160) for item in items]
     if len(st.concepts) < 3:
-        await ctx.warn("concepts_few", f"概念对齐只得到 {len(st.concepts)} 个概念（应为 3–5 个）。")
+        await ctx.warn(
+            "concepts_few",
+            gettext_noop("Concept alignment gave %(count)d terms (3–5 are asked)."),
+            count=len(st.concepts),
+        )
 
 
 def _speech_postprocess(text: str) -> tuple[str, dict]:
@@ -245,16 +262,16 @@ def open_fronts(st: PanelState) -> dict[str, list[str]]:
 
 ROUNDS_TEXT = {
     1: (
-        "R1 盲立论 Blind positions",
+        gettext_noop("R1 · Blind positions"),
         "盲立论：你看不到任何其他角色的发言。R1 没有可反驳的对象，反驳写“无”，沉默声明写“无”。",
     ),
-    2: ("R2 交叉回应 Cross-response", "逐条反驳他方的具体论点，引用须逐字摘录原文。"),
+    2: (gettext_noop("R2 · Cross-response"), "逐条反驳他方的具体论点，引用须逐字摘录原文。"),
     3: (
-        "R3 防御与修正 Defence and revision",
+        gettext_noop("R3 · Defence and revision"),
         "防御你被攻击的论点或修正立场，引用须逐字摘录。R3 是最后一个能承接新维度的发言轮。",
     ),
     4: (
-        "R4 检验交锋与终辩 Closing",
+        gettext_noop("R4 · Closing"),
         "前半段逐条回应你的开放战线，只引用 R3；后半段给出终态立场与让步清单。禁止开新战线。",
     ),
 }
@@ -310,20 +327,27 @@ async def _run(ctx: DebateContext) -> str:
         p for p in ctx.library.pool if p.kind == "debater"
     ]
     if len(roles) < 2:
-        raise DebateAborted("a panel needs at least two debating roles", outcome="refused")
+        raise DebateAborted(text(gettext_noop("A panel needs at least two debating roles.")), outcome="refused")
     st = PanelState(roles=roles, host=ctx.library.host or DEFAULT_HOST)
     report = ReportBuilder(ctx, title=spec.question)
     mode = "isolated_parallel" if ctx.parallel_capacity > 1 else "isolated_sequential"
     report.data.update({"execution_mode": mode, "roles": [r.slug for r in roles]})
     if mode != "isolated_parallel":
-        report.top_notes.append("> 执行模式：隔离调用、逐个执行（提供方一次只服务一个请求）；角色仍互不可见。")
+        report.top_notes.append(
+            text(
+                gettext_noop(
+                    "Execution mode: isolated calls, one at a time (the provider serves one request at a time); "
+                    "the roles still cannot see each other."
+                )
+            )
+        )
 
-    await ctx.phase(0, "admission", "入场审查 Admission")
+    await ctx.phase(0, "admission", gettext_noop("Admission"))
     await _admit(ctx, st, report)
     if not ctx.facts:
         await ctx.warn("no_evidence", NO_EVIDENCE)
     await _measure_cap(ctx, st, report)
-    await ctx.phase(0, "concepts", "概念对齐 Concept alignment")
+    await ctx.phase(0, "concepts", gettext_noop("Concept alignment"))
     await _align_concepts(ctx, st)
 
     await _speak(ctx, st, 1, roles)
@@ -339,11 +363,13 @@ async def _run(ctx: DebateContext) -> str:
         if closing:
             await _speak(ctx, st, 4, closing)
         else:
-            await ctx.warn("r4_skipped", "所有角色的开放战线均为空，跳过 R4。No open fronts: R4 skipped.")
+            await ctx.warn("r4_skipped", gettext_noop("No role has an open front: R4 is skipped."))
     if st.stopped_by_cap is not None:
         await ctx.warn(
             "token_cap",
-            f"Token 上限 {ctx.ledger.cap} 已超出，R{st.stopped_by_cap} 后硬终止。The token cap stopped the run.",
+            gettext_noop("The token cap of %(cap)d was passed: the run stopped after R%(round)d."),
+            cap=ctx.ledger.cap,
+            round=st.stopped_by_cap,
         )
         report.data["stopped_by_cap_after_round"] = st.stopped_by_cap
 
@@ -355,38 +381,43 @@ async def _run(ctx: DebateContext) -> str:
 def _check_citations(st: PanelState) -> list[citations.CitationCheck]:
     results = []
     aliases = st.aliases()
-    for (slug, round_no), text in sorted(st.speeches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        results += citations.check(f"r{round_no}:{slug}", text, st.speeches, aliases)
+    for (slug, round_no), speech in sorted(st.speeches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        results += citations.check(f"r{round_no}:{slug}", speech, st.speeches, aliases)
     return results
 
 
-def evolution_table(st: PanelState) -> str:
+def evolution_table(st: PanelState, translate=gettext_noop) -> str:
     rounds = sorted({r for _, r in st.results})
+    silent = translate(gettext_noop("(silent)"))
     rows = [
         [role.name]
         + [
             st.results[(role.slug, r)].summary
             if (role.slug, r) in st.results
-            else ("（沉默）" if role.slug in st.silent else "—")
+            else (silent if role.slug in st.silent else "—")
             for r in rounds
         ]
         for role in st.roles
     ]
-    return table(["角色"] + [f"R{r}" for r in rounds], rows)
+    return table([translate(gettext_noop("Role"))] + [f"R{r}" for r in rounds], rows)
 
 
 async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> None:
     bad = [c for c in checks if not c.ok]
-    review = [f"- 引用检查：共 {len(checks)} 处，未核实 {len(bad)} 处。"]
+    t = ctx.translate
+    review = [
+        "- "
+        + t(gettext_noop("Citation check: %(count)d quotes, %(bad)d not verified."))
+        % {"count": len(checks), "bad": len(bad)}
+    ]
     review += [
-        f"  - ⚠️ {c.citing} 引用 {c.citation.speaker}·R{c.citation.round}"
-        f"“{clip(c.citation.quote, 40)}”：{_reason(c.reason)}"
+        f"  - ⚠️ {c.citing} → {c.citation.speaker}·R{c.citation.round} “{clip(c.citation.quote, 40)}”: {t(c.reason)}"
         for c in bad
     ]
     if not ctx.facts:
-        review.append(f"- {NO_EVIDENCE}")
+        review.append(f"- {t(NO_EVIDENCE)}")
     if ctx.ledger.estimated:
-        review.append("- 部分 token 数为估算（服务器未报告用量）。")
+        review.append("- " + t(gettext_noop("Some token counts are estimates (the server reported no usage).")))
     report.data["citation_check"] = [
         {
             "citing": c.citing,
@@ -402,7 +433,9 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
     report.data["concepts"] = st.concepts
     if bad:
         await ctx.warn(
-            "citations_unverified", f"{len(bad)} 处引用在被引发言中找不到。{len(bad)} cited point(s) not found."
+            "citations_unverified",
+            gettext_noop("%(count)d quoted point(s) were not found in the speech they cite."),
+            count=len(bad),
         )
 
     if st.stopped_by_cap is None:
@@ -422,31 +455,27 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
         verdict_text = clip(verdict.text, VERDICT_LIMIT)
     else:
         verdict_text = clip(
-            "Token 上限已到，主持人未生成裁决书。以下为各角色最后的小结：\n"
-            + "\n".join(f"- {r.name}：{_last_summary(st, r)}" for r in st.roles),
+            ctx.translate(
+                gettext_noop("The token cap was reached: the host wrote no verdict. Each role's last summary:")
+            )
+            + "\n"
+            + "\n".join(f"- {r.name}: {_last_summary(st, r)}" for r in st.roles),
             VERDICT_LIMIT,
         )
     report.data["verdict"] = verdict_text
-    report.verdict_sections.append(("裁决书 Verdict", verdict_text))
-    report.transcript_sections += [
-        (
-            "执行信息 Execution",
-            f"执行模式 execution_mode: {report.data['execution_mode']} · "
-            f"命题类型: {TYPES.get(st.kind, st.kind)} · topic_slug: {report.data.get('topic_slug', '')}",
-        ),
-        ("概念对齐 Concepts", "\n".join(f"- {c}" for c in st.concepts) or "—"),
-        ("立场演化表 Position evolution", evolution_table(st)),
-        ("数据可靠性审查 Data reliability", "\n".join(review)),
-    ]
-    await report.emit(verdict_heading="五角色辩论 Panel")
-
-
-def _reason(code: str) -> str:
-    return {
-        "quoted point not found": "被引发言中没有这段话",
-        "no such speech": "被引的发言不存在",
-        "unknown speaker": "被引角色不存在",
-    }.get(code, code)
+    t = ctx.translate
+    report.section("verdict", gettext_noop("Verdict"), verdict_text)
+    execution = t(gettext_noop("execution_mode: %(mode)s · proposition type: %(kind)s · topic_slug: %(slug)s")) % {
+        "mode": report.data["execution_mode"],
+        "kind": t(TYPE_LABELS.get(st.kind, st.kind)),
+        "slug": report.data.get("topic_slug", ""),
+    }
+    report.section("execution", gettext_noop("Execution"), execution, part="transcript")
+    concepts = "\n".join(f"- {c}" for c in st.concepts)
+    report.section("concepts", gettext_noop("Concepts"), concepts, part="transcript", empty=gettext_noop("none"))
+    report.section("evolution", gettext_noop("Position evolution"), evolution_table(st, t), part="transcript")
+    report.section("reliability", gettext_noop("Data reliability"), "\n".join(review), part="transcript")
+    await report.emit(verdict_heading=gettext_noop("Panel"))
 
 
 def _conclusion_kind(kind: str) -> str:
@@ -489,7 +518,12 @@ class Panel(Format):
     seating = Seating(count=(3, 5), host_kind="host")
     tokens = {"speech": 450, "host": 300, "verdict": 900}
     summary_limit = SUMMARY_LIMIT
-    phase_titles = {"r1": "R1 立论", "r2": "R2 交锋", "r3": "R3 修正", "r4": "R4 终辩"}
+    phase_titles = {
+        "r1": gettext_noop("R1 · Blind positions"),
+        "r2": gettext_noop("R2 · Cross-response"),
+        "r3": gettext_noop("R3 · Defence and revision"),
+        "r4": gettext_noop("R4 · Closing"),
+    }
 
     async def run(self, ctx: DebateContext) -> str:
         return await _run(ctx)

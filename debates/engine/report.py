@@ -1,19 +1,26 @@
 """The two outputs every format ends with: a verdict for readers and the full transcript.
 
-Formats fill a `ReportBuilder` with sections; it renders Markdown (sanitised again by the web layer
-before display) and a structured dict for the JSON export.
+A format fills a `ReportBuilder` with sections (a stable key, a translatable title, a Markdown body,
+and what to say when the body is empty), notes and data; `emit` sends them as data. `render` turns
+that data and the turns into Markdown in whatever language `translate` speaks: the engine renders
+it once in the question's language (the CLI and stored Markdown), the web layer again for each
+reader (the report page, the exports). Bodies are model text or tables built here, sanitised again
+by the web layer before display.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from debates.engine import events as ev
+from debates.engine.i18n import Text, gettext_noop, text
 from debates.engine.text import topic_slug
 
 # Phases every format may have; a format's own `phase_titles` add to these.
-PHASE_TITLES = {"host": "主持", "speech": "发言"}
+PHASE_TITLES = {"host": gettext_noop("Host"), "speech": gettext_noop("Speech")}
+Translate = Callable[[str], str]
 
 
 def _escape_cell(text: str) -> str:
@@ -27,55 +34,136 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 @dataclass
+class Section:
+    key: str  # stable: "synthesis", "verdict", "consensus", "action_guide", …
+    title: Text
+    body: str
+    part: str = "verdict"  # verdict | transcript
+    empty: Text | None = None  # said when the body is empty (the section is always there)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "title": self.title.as_dict(),
+            "body": self.body,
+            "part": self.part,
+            "empty": self.empty.as_dict() if self.empty else None,
+        }
+
+
+@dataclass
 class ReportBuilder:
     ctx: Any  # DebateContext (not imported: turns imports nothing from here, keep it one-way)
     title: str
-    top_notes: list[str] = field(default_factory=list)
-    verdict_sections: list[tuple[str, str]] = field(default_factory=list)
-    transcript_sections: list[tuple[str, str]] = field(default_factory=list)
+    top_notes: list[Text] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
 
-    def verdict_markdown(self, heading: str) -> str:
-        parts = [f"# {heading}", f"**议题 Question**：{self.title}"]
-        parts += self.top_notes
-        warnings = [w.text for w in self.ctx.warnings if w.code != "one_sided_coverage"]
-        if warnings:
-            parts.append("\n".join(f"> {w}" if w.startswith("⚠️") else f"> ⚠️ {w}" for w in warnings))
-        for title, body in self.verdict_sections:
-            parts.append(f"## {title}\n\n{body.strip()}")
-        return "\n\n".join(parts) + "\n"
-
-    def transcript_markdown(self) -> str:
-        parts = [f"# 实录 Transcript\n\n**议题 Question**：{self.title}"]
-        for title, body in self.transcript_sections:
-            parts.append(f"## {title}\n\n{body.strip()}")
-        parts.append("## 全部发言 All speeches")
-        for result in self.ctx.transcript():
-            phase = {**PHASE_TITLES, **self.ctx.format.phase_titles}.get(result.phase, result.phase)
-            parts.append(f"### {phase} · {result.speaker.name}\n\n{result.text.strip()}")
-        ledger = self.ctx.ledger
-        estimated = "（估算 estimated）" if ledger.estimated else ""
-        parts.append(
-            f"## Token 账本 Ledger\n\n输入 {ledger.prompt_tokens} · 输出 {ledger.completion_tokens} · "
-            f"合计 {ledger.total}{estimated}" + (f" · 上限 cap {ledger.cap}" if ledger.cap else "")
-        )
-        return "\n\n".join(parts) + "\n"
+    def section(self, key: str, title: str, body: str, *, part: str = "verdict", empty: str | None = None) -> None:
+        """Add a section; `title` and `empty` are msgids (`gettext_noop`)."""
+        self.sections.append(Section(key, text(title), body or "", part, text(empty) if empty else None))
 
     async def emit(self, verdict_heading: str) -> None:
         data = dict(self.data)
         data.setdefault("topic_slug", topic_slug("", self.title, (self.ctx.spec.format, "debate")))
-        data["verdict_sections"] = [{"title": t, "body": b} for t, b in self.verdict_sections]
-        data["warnings"] = [{"code": w.code, "text": w.text} for w in self.ctx.warnings]
+        data["heading"] = text(verdict_heading).as_dict()
+        data["top_notes"] = [note.as_dict() for note in self.top_notes]
+        data["sections"] = [s.as_dict() for s in self.sections]
+        data["warnings"] = [warning_dict(w) for w in self.ctx.warnings]
         data["ledger"] = self.ctx.ledger.as_dict()
+        titles = {**PHASE_TITLES, **self.ctx.format.phase_titles}
+        data["phase_titles"] = {phase: text(msgid).as_dict() for phase, msgid in titles.items()}
         data["turns"] = [
             {
                 "key": r.key,
                 "round": r.round,
                 "phase": r.phase,
                 "speaker": r.speaker.slug,
+                "speaker_name": r.speaker.name,
                 "summary": r.summary,
                 "data": r.data,
             }
             for r in self.ctx.transcript()
         ]
-        await self.ctx.emit(ev.Report(self.verdict_markdown(verdict_heading), self.transcript_markdown(), data))
+        speeches = {r.key: r.text for r in self.ctx.transcript()}
+        turns = [{**t, "text": speeches[t["key"]]} for t in data["turns"]]
+        translate = self.ctx.translate
+        verdict = render_verdict(self.title, data, translate)
+        transcript = render_transcript(self.title, data, turns, translate)
+        await self.ctx.emit(ev.Report(verdict, transcript, data))
+
+
+def warning_dict(warning: ev.Warning) -> dict[str, Any]:
+    message = warning.text if isinstance(warning.text, Text) else text(str(warning.text))
+    return {"code": warning.code, "text": str(message), **message.as_dict()}
+
+
+# -- Markdown, in any language -------------------------------------------------------------------
+
+
+def _t(value: Mapping | str | None, translate: Translate) -> str:
+    if value is None:
+        return ""
+    return Text.from_dict(value).render(translate)
+
+
+def render_verdict(question: str, data: Mapping, translate: Translate) -> str:
+    parts = [f"# {_t(data.get('heading'), translate)}", f"**{translate('Question')}**: {question}"]
+    parts += [f"> {_t(note, translate)}" for note in data.get("top_notes", [])]
+    noted = {n.get("msgid") for n in data.get("top_notes", []) if isinstance(n, Mapping)}
+    warnings = [w for w in data.get("warnings", []) if w.get("msgid") not in noted]
+    if warnings:
+        lines = [_t(w if "msgid" in w else w.get("text", ""), translate) for w in warnings]
+        parts.append("\n".join(f"> {line}" if line.startswith("⚠️") else f"> ⚠️ {line}" for line in lines))
+    parts += _sections(data, "verdict", translate)
+    return "\n\n".join(parts) + "\n"
+
+
+def render_transcript(question: str, data: Mapping, turns: list[Mapping], translate: Translate) -> str:
+    parts = [f"# {translate('Transcript')}\n\n**{translate('Question')}**: {question}"]
+    parts += _sections(data, "transcript", translate)
+    parts.append(f"## {translate('All speeches')}")
+    titles = data.get("phase_titles", {})
+    for turn in turns:
+        phase = _t(titles.get(turn["phase"]), translate) or turn["phase"]
+        heading = f"### {phase} · {translate('R%(n)d') % {'n': turn['round']}} · {turn['speaker_name']}"
+        body = [heading, (turn.get("text") or "").strip()]
+        if turn.get("summary"):
+            body.append(f"*{translate('Summary')}*: {turn['summary']}")
+        parts.append("\n\n".join(body))
+    ledger = data.get("ledger", {})
+    line = translate("Prompt %(prompt)d · completion %(completion)d · total %(total)d") % {
+        "prompt": ledger.get("prompt_tokens", 0),
+        "completion": ledger.get("completion_tokens", 0),
+        "total": ledger.get("total", 0),
+    }
+    if ledger.get("estimated"):
+        line += " " + translate("(partly estimated)")
+    if ledger.get("cap"):
+        line += " · " + translate("cap %(cap)d") % {"cap": ledger["cap"]}
+    parts.append(f"## {translate('Token ledger')}\n\n{line}")
+    return "\n\n".join(parts) + "\n"
+
+
+def _sections(data: Mapping, part: str, translate: Translate) -> list[str]:
+    out = []
+    for section in data.get("sections", []):
+        if section.get("part", "verdict") != part:
+            continue
+        body = (section.get("body") or "").strip() or _t(section.get("empty"), translate) or "—"
+        out.append(f"## {_t(section['title'], translate)}\n\n{body}")
+    return out
+
+
+# The report's own words, so `makemessages` finds them (they are looked up by these msgids).
+_WORDS = (
+    gettext_noop("Question"),
+    gettext_noop("Transcript"),
+    gettext_noop("All speeches"),
+    gettext_noop("R%(n)d"),
+    gettext_noop("Summary"),
+    gettext_noop("Prompt %(prompt)d · completion %(completion)d · total %(total)d"),
+    gettext_noop("(partly estimated)"),
+    gettext_noop("cap %(cap)d"),
+    gettext_noop("Token ledger"),
+)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from debates.engine import events as ev
 from debates.engine.format import Format, Mode, Seating, Suggestion
-from debates.engine.i18n import gettext_noop, text
+from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
@@ -32,6 +32,13 @@ UNSUITABLE = {
     "urgent": (r"(紧急|马上|立刻|今天之内|right now|urgent|asap)",),
     "already decided": (r"(已经决定|已决定|已经定了|just (tell|help) me (how )?to execute|已拍板)",),
 }
+UNSUITABLE_LABELS = {
+    "simple fact": gettext_noop("simple fact"),
+    "single bug fix": gettext_noop("single bug fix"),
+    "urgent": gettext_noop("urgent matter"),
+    "already decided": gettext_noop("decision already made"),
+}
+CONFIDENCE_LABELS = (gettext_noop("high"), gettext_noop("medium"), gettext_noop("low"))
 CHALLENGE_WORDS = (
     "漏洞",
     "质疑",
@@ -167,7 +174,12 @@ async def _run(ctx: DebateContext) -> str:
     spec, library = ctx.spec, ctx.library
     chosen = FORMAT.mode(ctx.options.mode)
     if chosen is None:
-        raise DebateAborted(f"unknown roundtable mode {ctx.options.mode!r}: quick, standard or deep", outcome="refused")
+        raise DebateAborted(
+            text(
+                gettext_noop("There is no roundtable mode “%(mode)s”: quick, standard or deep."), mode=ctx.options.mode
+            ),
+            outcome="refused",
+        )
     mode, rounds = chosen.name, chosen.rounds
     low, high = FORMAT.seat_bounds(mode)
     roles = [s.persona for s in spec.seats if s.persona.kind == "debater"]
@@ -176,7 +188,14 @@ async def _run(ctx: DebateContext) -> str:
         roles, template = recommend_roles(spec.question, library.domain_templates, library.pool, mode)
         report.data["recommended_by"] = template.slug if template else "keywords"
     if not low <= len(roles) <= high:
-        raise DebateAborted(f"{mode} mode needs {low}–{high} roles, got {len(roles)}", outcome="refused")
+        raise DebateAborted(
+            text(
+                gettext_noop("This mode seats %(bounds)s roles; %(count)d were chosen."),
+                bounds=f"{low}–{high}" if low != high else str(low),
+                count=len(roles),
+            ),
+            outcome="refused",
+        )
     st = TableState(roles, library.host or DEFAULT_HOST, rounds)
     report.data.update({"mode": mode, "roles": [r.slug for r in roles], "rounds": rounds})
 
@@ -185,7 +204,7 @@ async def _run(ctx: DebateContext) -> str:
         return await _answer_directly(ctx, st, report, reason)
 
     if mode == "deep":
-        await ctx.phase(0, "research", "检索 Research")
+        await ctx.phase(0, "research", gettext_noop("Research"))
         research = await ctx.turn(
             _host_plan(
                 ctx,
@@ -198,7 +217,7 @@ async def _run(ctx: DebateContext) -> str:
         )
         ctx.facts = "\n\n".join(filter(None, [ctx.facts, research.text]))
 
-    await ctx.phase(1, "r1", "轮次 1 · 独立陈述 Independent statements")
+    await ctx.phase(1, "r1", gettext_noop("Round 1 · Independent statements"))
     r1_fmt = "核心论点：一句话\n论据：\n1. …\n2. …\n（2–3 条）\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
     for result in await ctx.parallel(
         [
@@ -219,11 +238,24 @@ async def _run(ctx: DebateContext) -> str:
     ):
         st.speeches[(result.speaker.slug, 1)] = result
         if not result.data.get("confidence_stated"):
-            await ctx.warn("confidence_missing", f"{result.speaker.name} 未标注置信度，按“中”记录。")
+            await ctx.warn(
+                "confidence_missing",
+                gettext_noop("%(speaker)s stated no confidence: recorded as medium."),
+                speaker=result.speaker.name,
+            )
 
     if rounds > 1 and not ctx.options.no_interrupt:
         if spec.checkpoint_reply is None:
-            await ctx.emit(ev.Checkpoint("轮次 1 已完成。可以补充事实、调整角色，或直接继续。Add facts or continue."))
+            await ctx.emit(
+                ev.Checkpoint(
+                    text(
+                        gettext_noop(
+                            "Round 1 is done: every role has stated its thesis blind. Add facts the next rounds "
+                            "should know, or continue."
+                        )
+                    )
+                )
+            )
             return "waiting"
         if spec.checkpoint_reply.strip():
             ctx.facts = "\n\n".join(filter(None, [ctx.facts, "用户在检查点补充：" + spec.checkpoint_reply.strip()]))
@@ -237,7 +269,7 @@ async def _run(ctx: DebateContext) -> str:
 
 
 async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
-    await ctx.phase(2, "r2", "轮次 2 · 交叉质询 Cross-examination")
+    await ctx.phase(2, "r2", gettext_noop("Round 2 · Cross-examination"))
     fmt = (
         "质询对象：你要挑战的角色名\n漏洞：对方核心论点的具体漏洞（不许“同意并补充”）\n"
         "你的立场：一句话\n小结：一句话（不超过 80 字）"
@@ -253,7 +285,11 @@ async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
     for role, result in zip(st.roles, results, strict=True):
         others = [r.name for r in st.roles if r.slug != role.slug]
         if is_agree_and_add(result.text, others):
-            await ctx.warn("agree_and_add", f"{role.name} 的质询是“同意并补充”，已退回重写一次。Sent back once.")
+            await ctx.warn(
+                "agree_and_add",
+                gettext_noop("%(speaker)s agreed and added instead of challenging: sent back once."),
+                speaker=role.name,
+            )
             resend = _plan(
                 ctx,
                 st,
@@ -267,12 +303,16 @@ async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
             )
             result = await ctx.turn(resend)
             if is_agree_and_add(result.text, others):
-                await ctx.warn("agree_and_add_kept", f"{role.name} 退回后仍未提出具体质疑。")
+                await ctx.warn(
+                    "agree_and_add_kept",
+                    gettext_noop("%(speaker)s still raised no concrete challenge after being sent back."),
+                    speaker=role.name,
+                )
         st.speeches[(role.slug, 2)] = result
 
 
 async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -> None:
-    await ctx.phase(3, "r3", "轮次 3 · 立场修正 Revision")
+    await ctx.phase(3, "r3", gettext_noop("Round 3 · Revision"))
     r2 = "\n\n".join(f"### {r.name}·R2\n{st.speeches[(r.slug, 2)].text}" for r in st.roles)
     plans = []
     for role in st.roles:
@@ -303,9 +343,20 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
             scenario = data.get("failure_scenario", "").strip()
             if len(scenario) >= MIN_FAILURE_SCENARIO:
                 st.veto = {"by": result.speaker.slug, "failure_scenario": scenario}
-                await ctx.warn("veto", f"{result.speaker.name} 行使否决权。失败场景：{clip(scenario, 200)}")
+                await ctx.warn(
+                    "veto",
+                    gettext_noop("%(speaker)s vetoes. Failure scenario: %(scenario)s"),
+                    speaker=result.speaker.name,
+                    scenario=verbatim(clip(scenario, 200)),
+                )
             else:
-                await ctx.warn("veto_ignored", f"{result.speaker.name} 试图否决但没有具体失败场景，否决无效。")
+                await ctx.warn(
+                    "veto_ignored",
+                    gettext_noop(
+                        "%(speaker)s tried to veto without a concrete failure scenario: the veto does not count."
+                    ),
+                    speaker=result.speaker.name,
+                )
     report.data["veto"] = st.veto
 
 
@@ -366,13 +417,17 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
         )
     )
     sections = split_sections(result.text)
+    t = ctx.translate
     devil = [r for r in st.roles if r.veto_right]
     objections = [st.speeches[(d.slug, last)].summary for d in devil if (d.slug, last) in st.speeches]
     if st.veto:
-        objections.insert(0, "否决：" + clip(st.veto["failure_scenario"], 300))
+        objections.insert(
+            0, t(gettext_noop("Veto: %(scenario)s")) % {"scenario": clip(st.veto["failure_scenario"], 300)}
+        )
     risks = sections.get("risks", "")
     if objections:
-        risks = (risks + "\n" if risks else "") + "\n".join(f"- 魔鬼代言人：{o}" for o in objections)
+        lines = [t(gettext_noop("Devil's advocate: %(objection)s")) % {"objection": o} for o in objections]
+        risks = (risks + "\n" if risks else "") + "\n".join(f"- {line}" for line in lines)
     report.data.update(
         {
             "consensus": sections.get("consensus", ""),
@@ -381,35 +436,43 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
             "risks": risks,
         }
     )
-    if not any(sections.values()):
-        report.verdict_sections.append(("整合 Synthesis", result.text))
-    for key, title in (
-        ("consensus", "共识 Consensus"),
-        ("disagreements", "分歧 Disagreements"),
-        ("action_guide", "行动指南 Action guide"),
-        ("risks", "风险提示 Risks"),
+    if not any(sections.values()):  # the host wrote no headings: keep its text whole
+        report.section("synthesis", gettext_noop("Synthesis"), result.text)
+    for key, title, empty in (
+        ("consensus", gettext_noop("Consensus"), gettext_noop("No consensus was reached.")),
+        ("disagreements", gettext_noop("Disagreements"), gettext_noop("No disagreement was recorded.")),
+        ("action_guide", gettext_noop("Action guide"), gettext_noop("The host wrote no action guide.")),
+        ("risks", gettext_noop("Risks"), gettext_noop("No unresolved objection.")),
     ):
-        if report.data.get(key):
-            report.verdict_sections.append((title, report.data[key]))
-    report.transcript_sections.append(("轮次 1 立论 R1 theses", r1))
-    await report.emit(verdict_heading="圆桌讨论 Roundtable")
+        report.section(key, title, report.data[key], empty=empty)
+    theses = table(
+        [t(gettext_noop("Role")), t(gettext_noop("Thesis")), t(gettext_noop("Confidence"))],
+        [
+            [
+                r.name,
+                st.speeches[(r.slug, 1)].data.get("thesis", ""),
+                t(st.speeches[(r.slug, 1)].data.get("confidence", "")),
+            ]
+            for r in st.roles
+        ],
+    )
+    report.section("theses", gettext_noop("Round 1 theses"), theses, part="transcript")
+    if report.data.get("checkpoint_addition"):
+        report.section("checkpoint", gettext_noop("Facts added at the checkpoint"), report.data["checkpoint_addition"])
+    await report.emit(verdict_heading=gettext_noop("Roundtable"))
 
 
 async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBuilder, reason: str) -> str:
-    words = {
-        "simple fact": "简单事实查询",
-        "single bug fix": "单一问题修复",
-        "urgent": "紧急事项",
-        "already decided": "已有结论的执行事项",
-    }
     await ctx.warn(
-        "unsuitable", f"这个问题属于“{words.get(reason, reason)}”，不适合圆桌对抗，已直接回答。Answered directly."
+        "unsuitable",
+        gettext_noop("This question is a %(kind)s: it is answered directly instead of debated."),
+        kind=text(UNSUITABLE_LABELS.get(reason, reason)),
     )
-    await ctx.phase(1, "direct", "直接回答 Direct answer")
+    await ctx.phase(1, "direct", gettext_noop("Direct answer"))
     result = await ctx.turn(_host_plan(ctx, st, "host:direct", "直接、准确地回答这个问题。", "", "简洁回答。"))
     report.data["suitability"] = reason
-    report.verdict_sections.append(("直接回答 Direct answer", result.text))
-    await report.emit(verdict_heading="圆桌讨论 Roundtable")
+    report.section("direct", gettext_noop("Direct answer"), result.text)
+    await report.emit(verdict_heading=gettext_noop("Roundtable"))
     return "done"
 
 
@@ -438,7 +501,13 @@ class Roundtable(Format):
     )
     tokens = {"speech": 380, "host": 700}
     summary_limit = SUMMARY_LIMIT
-    phase_titles = {"r1": "R1 立论", "r2": "R2 交锋", "r3": "R3 修正", "direct": "直接回答"}
+    phase_titles = {
+        "r1": gettext_noop("Round 1 · Independent statements"),
+        "r2": gettext_noop("Round 2 · Cross-examination"),
+        "r3": gettext_noop("Round 3 · Revision"),
+        "direct": gettext_noop("Direct answer"),
+        "research": gettext_noop("Research"),
+    }
 
     def suggest(self, question, library: LibrarySpec, options=None) -> Suggestion:
         if not question.strip():

@@ -7,8 +7,11 @@ Each format declares its own `Options` (a subclass of `CommonOptions`) in its mo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from debates.engine.i18n import gettext_noop
 
 
 @dataclass(frozen=True)
@@ -132,3 +135,6 @@ class DebateSpec:
     checkpoint_reply: str | None = None
     # The longest one turn may take, start to end (seconds; None: no limit). Set by the operator.
     turn_deadline: float | None = None
+    # Renders the engine's msgids in the debate's own language (the report's Markdown; its
+    # sections are data the web layer renders again per reader). English when nobody says.
+    translate: Callable[[str], str] = gettext_noop

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
+from debates.engine.i18n import Text, gettext_noop, verbatim
+from debates.engine.i18n import text as message_text
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
 from debates.engine.text import summary_of
 from debates.providers.base import (
@@ -59,10 +61,12 @@ class ReplyMeter:
 
 
 class DebateAborted(Exception):
-    """The debate cannot go on: a turn failed, or a rule refuses the input. Message is for users."""
+    """The debate cannot go on: a turn failed, or a rule refuses the input. The message is for
+    users: a `Text` (translated where it is shown), or a plain string shown as it is."""
 
     def __init__(self, message: str, *, outcome: str = "failed"):
         super().__init__(message)
+        self.text = message if isinstance(message, Text) else verbatim(message)
         self.outcome = outcome
 
 
@@ -123,6 +127,7 @@ class DebateContext:
         # The known facts every turn's task decorator carries: the user's material, then whatever
         # the format adds on the way (research, the roundtable checkpoint's additions).
         self.facts = spec.options.evidence.strip()
+        self.translate = spec.translate
 
     @property
     def options(self):
@@ -141,13 +146,14 @@ class DebateContext:
     async def emit(self, event: ev.Event) -> None:
         await self.sink.emit(event)
 
-    async def warn(self, code: str, text: str) -> None:
-        warning = ev.Warning(code, text)
+    async def warn(self, code: str, msgid: str, **params) -> None:
+        """A warning for viewers and the report: an English msgid (`gettext_noop`) and its values."""
+        warning = ev.Warning(code, Text(msgid, params))
         self.warnings.append(warning)
         await self.emit(warning)
 
-    async def phase(self, round_no: int, phase: str, title: str) -> None:
-        await self.emit(ev.PhaseStarted(round_no, phase, title))
+    async def phase(self, round_no: int, phase: str, msgid: str, **params) -> None:
+        await self.emit(ev.PhaseStarted(round_no, phase, Text(msgid, params)))
 
     def transcript(self) -> list[TurnResult]:
         return [self.results[k] for k in self.order if k in self.results]
@@ -244,15 +250,20 @@ class DebateContext:
                             break
             except TimeoutError:
                 await _close(stream)
-                reason = (
-                    f"the turn ran past its deadline of {self.spec.turn_deadline:g} s (AGORA_TURN_DEADLINE) "
-                    "without finishing; its text so far is kept. Retry the turn, or raise the deadline"
+                reason = message_text(
+                    gettext_noop(
+                        "the turn ran past its deadline of %(seconds)s s (AGORA_TURN_DEADLINE) without finishing; "
+                        "its text so far is kept. Retry the turn, or raise the deadline"
+                    ),
+                    seconds=f"{self.spec.turn_deadline:g}",
                 )
                 await self._fail(plan, "".join(parts), reason)
-                raise DebateAborted(f"{plan.speaker.name}: {reason}") from None
+                failed = message_text("%(speaker)s: %(error)s", speaker=plan.speaker.name, error=reason)
+                raise DebateAborted(failed) from None
             except ProviderError as error:
                 await self._fail(plan, "".join(parts) or error.partial_text, str(error))
-                raise DebateAborted(f"{plan.speaker.name}: {error}") from error
+                message = message_text("%(speaker)s: %(error)s", speaker=plan.speaker.name, error=verbatim(str(error)))
+                raise DebateAborted(message) from error
             except asyncio.CancelledError:
                 await self._fail(plan, "".join(parts), "stopped")
                 raise
@@ -275,8 +286,9 @@ class DebateContext:
             data = {**data, "reply_capped": True}
             await self.warn(
                 "reply_capped",
-                f"{plan.speaker.name}：回复超过上限（约 {meter.ceiling} tokens），已截断。"
-                "The reply passed its ceiling and was cut.",
+                gettext_noop("%(speaker)s: the reply passed its ceiling (about %(tokens)d tokens) and was cut."),
+                speaker=plan.speaker.name,
+                tokens=meter.ceiling,
             )
         summary = summary_of(text, plan.summary_limit)
         self.ledger.charge(

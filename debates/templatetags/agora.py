@@ -2,6 +2,8 @@ from django import template
 from django.utils.translation import gettext
 
 from agora.text import strip_invisible
+from debates import reports
+from debates.engine.i18n import Text
 from debates.rendering import redact_urls, render_markdown
 
 register = template.Library()
@@ -25,3 +27,25 @@ def error_for(text, show_internals=False):
     "the provider" in its place (live frames, rendered once for all viewers, never show it)."""
     text = strip_invisible(text or "")
     return text if show_internals else redact_urls(text, gettext("the provider"))
+
+
+@register.filter
+def tr(value):
+    """An engine message (its msgid and values, as stored) in the viewer's language; a plain
+    string (older rows, a model's words) as it is."""
+    if not value:
+        return ""
+    if isinstance(value, dict) and "msgid" not in value:  # a row from before messages had msgids
+        value = value.get("text", "")
+    message = Text.from_dict(value) if isinstance(value, dict) else Text(str(value))
+    return strip_invisible(message.render(gettext))
+
+
+@register.filter
+def verdict_markdown(report) -> str:
+    return reports.verdict_markdown(report)
+
+
+@register.filter
+def transcript_markdown(report, turns) -> str:
+    return reports.transcript_markdown(report, turns)

@@ -156,7 +156,7 @@ def test_keyword_match_takes_the_two_best_from_different_traditions():
 @pytest.mark.parametrize(
     "question, explicit, reason",
     [
-        ("今天晚饭吃什么比较好？", [], "no pairing rule or persona keyword matches"),
+        ("今天晚饭吃什么比较好？", [], "No pairing rule or persona keyword matches"),
         ("放下与内观", [], "different tradition"),  # only 上座部 personas match
         ("随便", [HUINENG], "exactly two personas"),
     ],
@@ -171,7 +171,7 @@ async def test_refused_pairing_makes_no_llm_call():
     run = await debate(duel_spec("今天晚饭吃什么比较好？"), duel_fake())
     assert run.outcome == "refused"
     assert run.calls == []
-    assert run.finished.outcome == "refused" and "no pairing rule" in run.finished.reason
+    assert run.finished.outcome == "refused" and "No pairing rule" in run.finished.reason
     assert not run.sink.of(ev.Report)
 
 
@@ -258,7 +258,7 @@ async def test_one_sided_coverage_warns_at_the_top_and_still_runs():
     assert run.warning("one_sided_coverage").text == ONE_SIDED_WARNING
     verdict = run.report.verdict_markdown
     assert ONE_SIDED_WARNING in verdict
-    assert verdict.index(ONE_SIDED_WARNING) < verdict.index("## 中立收束")
+    assert verdict.index(ONE_SIDED_WARNING) < verdict.index("## Neutral synthesis")
     assert len(speeches(run)) == 4
     yinguang = run.calls_for("duel:*:yinguang")
     assert len(yinguang) == 2 and all("没有预备的批评条目" in c.text for c in yinguang)
@@ -321,14 +321,14 @@ async def test_neutral_close_is_headed_by_the_disclaimer():
 
     verdict = run.report.verdict_markdown
     blocks = verdict.split("\n\n")
-    assert blocks[0] == "# 祖师对辩 Duel"
-    assert blocks[2] == DISCLAIMER  # right after the heading and the question
-    assert verdict.index(DISCLAIMER) < verdict.index("## 中立收束 Neutral synthesis") < verdict.index("NEUTRAL-CLOSE")
+    assert blocks[0] == "# Duel"
+    assert blocks[2] == f"> {DISCLAIMER}"  # right after the heading and the question
+    assert verdict.index(DISCLAIMER) < verdict.index("## Neutral synthesis") < verdict.index("NEUTRAL-CLOSE")
     close = run.call("duel:close")
     assert "不站任何一方，不评判高下" in close.user
     assert "没有裁决之权" in close.system
-    assert run.data["verdict_sections"][0]["title"] == "中立收束 Neutral synthesis"
-    assert run.data["verdict_sections"][0]["body"].startswith("NEUTRAL-CLOSE")
+    assert run.data["sections"][0]["title"]["msgid"] == "Neutral synthesis"
+    assert run.data["sections"][0]["body"].startswith("NEUTRAL-CLOSE")
 
 
 async def test_duel_failure_keeps_earlier_turns():

@@ -116,7 +116,7 @@ async def test_fewer_than_two_participants_after_validation_aborts():
 
     assert run.outcome == "refused"
     assert run.calls == []
-    assert "至少需要 2 位" in run.finished.reason
+    assert "a moderated debate needs 2" in run.finished.reason
     assert "manifest_dropped" in run.warning_codes
 
 
@@ -124,7 +124,7 @@ async def test_position_based_needs_an_against_side():
     seats = [SeatSpec(JOBS, position="for"), SeatSpec(MUNGER, position="for"), SeatSpec(CONFUCIUS)]
     run = await debate(moderated_spec(seats=seats, mode="position-based"), mod_fake())
     assert run.outcome == "refused" and run.calls == []
-    assert "反对方" in run.finished.reason
+    assert "one persona for and one against" in run.finished.reason
 
 
 # -- speaking order -------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from debates.engine import citations, panel
 from debates.engine import events as ev
-from debates.engine import panel
 from debates.engine.panel import NO_EVIDENCE
 from debates.engine.text import clip
 from testkit.fake_llm import FakeLLM
@@ -77,7 +77,7 @@ async def test_admission_refuses_an_unfalsifiable_proposition_with_the_reason(ad
 
     assert run.outcome == "refused"
     assert run.finished.outcome == "refused"
-    assert "命题未通过入场审查" in run.finished.reason and "无法被任何观察证伪" in run.finished.reason
+    assert "did not pass admission" in run.finished.reason and "无法被任何观察证伪" in run.finished.reason
     assert [s.status for s in run.sink.of(ev.Status)][-1] == "refused"
     assert run.keys == ["host:admission"] and "入场审查" in run.call("host:admission").user
     assert not run.sink.of(ev.Report)
@@ -114,7 +114,7 @@ async def test_sequential_provider_is_recorded_as_a_labelled_mode():
     spec = panel_spec(token_budget=1)  # stop after R1: enough to see the mode
     run = await debate(spec, panel_fake(concurrency=1))
     assert run.data["execution_mode"] == "isolated_sequential"
-    assert "逐个执行" in run.report.verdict_markdown
+    assert "isolated calls, one at a time" in run.report.verdict_markdown
 
 
 # -- visibility per round -------------------------------------------------------------------------
@@ -189,7 +189,7 @@ async def test_a_role_that_declares_silence_is_skipped_in_later_rounds():
     assert "bayes" not in speakers(in_round(run, 3))
     assert speakers(in_round(run, 4)) == ["osborn"]
     assert run.turns()["r2:bayes"].data["silent"] is True
-    assert "| 贝叶斯 | 贝叶斯第1轮小结。 | 贝叶斯本轮沉默。 | （沉默） | （沉默） |" in run.report.transcript_markdown
+    assert "| 贝叶斯 | 贝叶斯第1轮小结。 | 贝叶斯本轮沉默。 | (silent) | (silent) |" in run.report.transcript_markdown
 
 
 async def test_summaries_never_exceed_60_characters():
@@ -230,7 +230,7 @@ async def test_token_cap_stops_the_run_and_it_still_reports():
     assert "host:verdict" not in run.keys
     assert run.data["ledger"]["cap"] == 1
     verdict = run.data["verdict"]
-    assert verdict.startswith("Token 上限已到") and "- 奥斯本：奥斯本第1轮小结。" in verdict
+    assert verdict.startswith("The token cap was reached") and "- 奥斯本: 奥斯本第1轮小结。" in verdict
 
 
 async def test_token_cap_stops_hard_after_the_round_that_crossed_it():
@@ -291,7 +291,7 @@ async def test_citation_of_a_point_that_does_not_exist_is_flagged():
             "round": 1,
             "quote": "never said this",
             "ok": False,
-            "reason": "quoted point not found",
+            "reason": citations.NOT_FOUND,
         },
         {"citing": "r2:feynman", "speaker": "黑格尔", "round": 1, "quote": "MARK-hegel-R1", "ok": True, "reason": ""},
         {
@@ -300,13 +300,13 @@ async def test_citation_of_a_point_that_does_not_exist_is_flagged():
             "round": 1,
             "quote": "纯粹理性",
             "ok": False,
-            "reason": "unknown speaker",
+            "reason": citations.UNKNOWN_SPEAKER,
         },
     ]
     warning = run.warning("citations_unverified")
-    assert warning.text.startswith("2 处引用")
+    assert warning.text.startswith("2 quoted point(s) were not found")
     transcript = run.report.transcript_markdown
-    assert "引用检查：共 3 处，未核实 2 处" in transcript and "被引发言中没有这段话" in transcript
+    assert "Citation check: 3 quotes, 2 not verified." in transcript and citations.NOT_FOUND in transcript
 
 
 async def test_no_evidence_warning_only_without_material():

@@ -66,7 +66,7 @@ async def test_missing_usage_is_estimated_and_flagged(harness):
     assert run.outcome == "done" and len(run.requests) == 4
     assert run.data["ledger"]["estimated"] is True
     assert all(t.usage_estimated for t in run.sink.of(ev.TurnFinished))
-    assert "估算" in run.report.transcript_markdown
+    assert "(partly estimated)" in run.report.transcript_markdown
 
 
 # -- failure --------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ async def test_a_simple_fact_is_answered_directly():
     assert run.call("host:direct").speaker == HOST and "直接、准确地回答" in run.call("host:direct").user
     assert run.data["suitability"] == "simple fact"
     assert "unsuitable" in run.warning_codes
-    assert run.data["verdict_sections"] == [{"title": "直接回答 Direct answer", "body": DIRECT}]
+    assert [(s["key"], s["body"]) for s in run.data["sections"]] == [("direct", DIRECT)]
     assert not run.sink.of(ev.Checkpoint)
 
 
@@ -295,7 +295,7 @@ async def test_veto_counts_only_with_a_concrete_failure_scenario(r3, expected_ve
     assert ({"veto", "veto_ignored"} - {code}).isdisjoint(run.warning_codes)
     if expected_veto:
         assert run.data["veto"] == {"by": "devil-advocate", "failure_scenario": expected_veto}
-        assert run.data["risks"].splitlines()[-2] == f"- 魔鬼代言人：否决：{expected_veto}"
+        assert run.data["risks"].splitlines()[-2] == f"- Devil's advocate: Veto: {expected_veto}"
     else:
         assert run.data["veto"] is None
 
@@ -317,9 +317,10 @@ async def test_output_has_consensus_disagreements_action_guide_and_risks():
     assert data["consensus"] == "- 先做小范围试点。"
     assert data["disagreements"] == "- 乐观者主张全面铺开，魔鬼代言人反对（置信度中）。"
     assert data["action_guide"] == "1. 建立评测集。\n2. 两周试点。"
-    assert data["risks"] == "- 知识库过期导致答错。\n- 魔鬼代言人：魔鬼代言人坚持试点。"
-    titles = [s["title"] for s in data["verdict_sections"]]
-    assert titles == ["共识 Consensus", "分歧 Disagreements", "行动指南 Action guide", "风险提示 Risks"]
+    assert data["risks"] == "- 知识库过期导致答错。\n- Devil's advocate: 魔鬼代言人坚持试点。"
+    verdict = [s for s in data["sections"] if s["part"] == "verdict"]
+    assert [s["key"] for s in verdict] == ["consensus", "disagreements", "action_guide", "risks"]
+    assert [s["title"]["msgid"] for s in verdict] == ["Consensus", "Disagreements", "Action guide", "Risks"]
 
 
 def test_split_sections_tolerates_heading_styles():

@@ -304,7 +304,7 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
             if not capture:
                 return await runner.execute(pk, frame_interval=0.01)
             channel = await layer.new_channel()
-            await layer.group_add(f"debate-{pk}", channel)
+            await layer.group_add(frames.group(pk, "zh-hans"), channel)
             reader = asyncio.create_task(_reader(layer, channel, frames[pk]))
             try:
                 return await runner.execute(pk, frame_interval=0.01)
@@ -313,7 +313,7 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
                 with contextlib.suppress(asyncio.CancelledError):
                     await reader
                 await _drain(layer, channel, frames[pk])
-                await layer.group_discard(f"debate-{pk}", channel)
+                await layer.group_discard(frames.group(pk, "zh-hans"), channel)
 
     outcomes = await asyncio.gather(*(one(pk) for pk in debate_ids))
     bad = {pk: o for pk, o in zip(debate_ids, outcomes, strict=True) if o != "done"}

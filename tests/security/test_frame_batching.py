@@ -52,7 +52,7 @@ async def push(text: str, deltas: list[str], pauses: list[float]) -> tuple[str, 
     sink = DjangoSink(debate.pk, frame_interval=0.002)
     sink.layer = InMemoryChannelLayer(capacity=10_000)  # a layer of this loop, large enough to keep every frame
     channel = await sink.layer.new_channel()
-    await sink.layer.group_add(sink.group, channel)
+    await sink.layer.group_add(sink.groups["zh-hans"], channel)
     await sink.open()
     key = "duel:1:probe"
     await sink.emit(ev.TurnStarted(key, 1, "duel", "probe", "Probe", [{"role": "user", "content": "q"}]))

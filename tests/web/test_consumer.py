@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client, override_settings
 
 from agora.asgi import application
-from debates import runner
+from debates import frames, runner
 from debates.forms import create_debate
 from debates.models import Debate, Turn
 from tests.web.pagemodel import PageModel
@@ -117,16 +117,16 @@ async def test_catch_up_replaces_stale_page_wholesale(libraries, fake_llm, viewe
     assert await communicator.receive_nothing(timeout=0.2)
 
     # A frame committed before the viewer's read (seq <= what it has) is dropped; later ones pass.
-    layer = get_channel_layer()
-    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq, "html": "<p>old</p>"})
+    layer, viewers = get_channel_layer(), frames.group(debate.pk, "zh-hans")
+    await layer.group_send(viewers, {"type": "debate.frame", "seq": seq, "html": "<p>old</p>"})
     assert await communicator.receive_nothing(timeout=0.2)
-    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 1, "html": "<p>new</p>"})
+    await layer.group_send(viewers, {"type": "debate.frame", "seq": seq + 1, "html": "<p>new</p>"})
     assert await communicator.receive_from(timeout=2) == "<p>new</p>"
-    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 1, "html": "<p>again</p>"})
+    await layer.group_send(viewers, {"type": "debate.frame", "seq": seq + 1, "html": "<p>again</p>"})
     assert await communicator.receive_nothing(timeout=0.2)
 
     # A gap (a frame the layer dropped for a slow viewer) is filled from the database, wholesale.
-    await layer.group_send(f"debate-{debate.pk}", {"type": "debate.frame", "seq": seq + 3, "html": "<p>later</p>"})
+    await layer.group_send(viewers, {"type": "debate.frame", "seq": seq + 3, "html": "<p>later</p>"})
     refill = await communicator.receive_from(timeout=2)
     assert 'id="transcript"' in refill and "<p>later</p>" not in refill
     await communicator.disconnect()
@@ -137,3 +137,38 @@ async def test_unknown_debate_is_refused(libraries, viewer):
     connected, code = await communicator.connect()
     assert not connected
     assert code == 4404
+
+
+async def test_two_viewers_in_two_languages_each_read_their_own(libraries, fake_llm, alice):
+    """Frames are drawn once per language: the English viewer never sees a Chinese label, nor the
+    Chinese viewer an English one (the debate's own words are the same for both)."""
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    session = f"sessionid={client.cookies['sessionid'].value}"
+    viewers = {
+        "en": [(b"origin", b"http://127.0.0.1"), (b"cookie", f"{session}; django_language=en".encode())],
+        "zh-hans": [(b"origin", b"http://127.0.0.1"), (b"cookie", session.encode()), (b"accept-language", b"zh-CN")],
+    }
+    fake_llm.token_delay = 0.0
+    with override_settings(OPENAI_BASE_URL=fake_llm.base_url):
+        debate = await _create(alice, rounds=1)
+        sockets = {}
+        for language, headers in viewers.items():
+            sockets[language] = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after=0", headers=headers)
+            assert (await sockets[language].connect())[0]
+        assert await runner.execute(debate.pk) == "done"
+    seen = {}
+    for language, communicator in sockets.items():
+        frames_seen = []
+        while not await communicator.receive_nothing(timeout=0.3):
+            frames_seen.append(await communicator.receive_from())
+        await communicator.disconnect()
+        seen[language] = "".join(frames_seen)
+    english, chinese = seen["en"], seen["zh-hans"]
+    assert "Round 1" in english and "第 1 轮" not in english
+    assert "第 1 轮" in chinese and "Round 1" not in chinese
+    assert ">done<" in english and ">已完成<" in chinese, "the status badge"
+    assert "Neutral synthesis" in english and "中立收束" in chinese, "the report's headings"
+    # The debate's words are the same for both viewers.
+    spoken = await database_sync_to_async(lambda: list(debate.turns.values_list("text", flat=True)))()
+    assert all(text.split("] ", 1)[-1][:10] in english and text.split("] ", 1)[-1][:10] in chinese for text in spoken)

@@ -54,7 +54,7 @@ class Echo(Format):
                         output="One sentence.",
                     )  # fmt: skip
                 )
-        report.verdict_sections.append(("Echoes", f"{len(ctx.transcript())} echoes"))
+        report.section("echoes", "Echoes", f"{len(ctx.transcript())} echoes")
         await report.emit(verdict_heading="Echo")
         return "done"
 
