@@ -65,6 +65,8 @@ class Snapshot:
             "debate": self.debate,
             "seq": self.seq,
             "entries": self.entries,
+            "sections": sections_of(self.entries),
+            "stage": stage_of(self.debate, [e for e in self.entries if not isinstance(e, dict)]),
             "report": self.report,
             "streaming_tokens": 0,
             "show_internals": False,  # frames go to every viewer: no provider addresses
@@ -78,6 +80,36 @@ def entries_of(debate: Debate, turns: list[Turn]) -> list:
     return [item for _, _, item in sorted(items, key=lambda x: (x[0], x[1]))]
 
 
+def sections_of(entries: list) -> list[dict]:
+    """The transcript as phase sections, each with its turns (turns before any phase: a section
+    without a heading). A parallel phase's turns are drawn side by side."""
+    sections = [{"phase": None, "turns": []}]
+    for entry in entries:
+        if isinstance(entry, dict):
+            sections.append({"phase": entry, "turns": []})
+        else:
+            sections[-1]["turns"].append(entry)
+    return [s for s in sections if s["phase"] or s["turns"]]
+
+
+def stage_of(debate: Debate, turns=None) -> dict:
+    """What the sticky stage shows: the phase and round now, who is speaking, the budget."""
+    unfinished = (Turn.State.RUNNING, Turn.State.FAILED, Turn.State.INTERRUPTED)
+    if turns is None:
+        turns = list(debate.turns.filter(state__in=unfinished).only("speaker_name", "state"))
+    phase = debate.phases[-1] if debate.phases else None
+    speaking = [t.speaker_name for t in turns if t.state == Turn.State.RUNNING]
+    used = debate.total_tokens
+    return {
+        "phase": phase,
+        "round": phase["round"] if phase and phase.get("round") else None,
+        "rounds": debate.rounds_planned,
+        "speaking": speaking,
+        "failed_turn": any(t.state in unfinished[1:] for t in turns),
+        "percent": min(100, round(100 * used / debate.token_cap)) if debate.token_cap else None,
+    }
+
+
 def snapshot(debate_id: int) -> Snapshot:
     with consistent_read():
         debate = Debate.objects.select_related("owner").get(pk=debate_id)
@@ -88,13 +120,17 @@ def snapshot(debate_id: int) -> Snapshot:
 
 def part(name: str, **context) -> str:
     context.setdefault("show_internals", False)  # frames go to every viewer: no provider addresses
+    context.setdefault("streaming_tokens", 0)
     return render_to_string(f"{PARTS}#{name}", context)
+
+
+LIVE_REGIONS = ("status", "announce", "actions", "warnings", "transcript", "report")
 
 
 def full(snap: Snapshot) -> str:
     """Every live region at once, each swapped by id: the WebSocket catch-up."""
     context = snap.context(oob=True)
-    return "".join(part(name, **context) for name in ("status", "meter", "warnings", "transcript", "report"))
+    return "".join(part(name, **context) for name in LIVE_REGIONS)
 
 
 def full_in(snap: Snapshot, language: str) -> str:
@@ -106,16 +142,22 @@ def delta(turn_pk: int, text: str) -> str:
     return part("delta", turn_pk=turn_pk, text=text)
 
 
-def turn(turn_obj: Turn, *, new: bool) -> str:
-    return part("turn", turn=turn_obj, oob="beforeend:#transcript" if new else "outerHTML")
+def turn(turn_obj: Turn, *, new: bool, section: int | None = None) -> str:
+    """A turn's article: appended to its phase's section when new (`section`: that phase's
+    position), else replacing itself."""
+    where = f"beforeend:#phase-{section}-turns" if section else "beforeend:#transcript"
+    return part("turn", turn=turn_obj, oob=where if new else "outerHTML")
 
 
 def phase(entry: dict) -> str:
-    return part("phase", entry={"is_phase": True, **entry}, oob="beforeend:#transcript")
+    section = {"phase": {"is_phase": True, **entry}, "turns": []}
+    return part("phase_section", section=section, oob="beforeend:#transcript")
 
 
 def status(debate: Debate) -> str:
-    return part("status", debate=debate, oob=True)
+    """The stage, the screen reader's announcement and the actions: what changes with the state."""
+    context = {"debate": debate, "stage": stage_of(debate), "oob": True}
+    return part("status", **context) + part("announce", **context) + part("actions", **context)
 
 
 def meter(debate: Debate, streaming_tokens: int = 0) -> str:

@@ -107,6 +107,7 @@ class Debate(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     tokens_estimated = models.BooleanField(default=False)
     token_cap = models.PositiveIntegerField(null=True, blank=True)
+    rounds_planned = models.PositiveSmallIntegerField(null=True, blank=True)
     seq = models.PositiveBigIntegerField(default=0, help_text="Numbers every visible change, for catch-up.")
     shared = models.BooleanField(_("shared by link"), default=False)
     share_token = models.CharField(max_length=64, unique=True, default=new_share_token, editable=False)

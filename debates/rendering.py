@@ -60,7 +60,12 @@ class _EscapeHtml(markdown.Extension):
         md.inlinePatterns.deregister("html")
 
 
-def render_markdown(text: str) -> SafeString:
+_HEADING = re.compile(r"<(/?)h([1-6])\b")
+
+
+def render_markdown(text: str, top: int = 1) -> SafeString:
+    """Sanitised HTML; `top` is the level a `#` heading gets, so Markdown nested under a page's own
+    h2 starts at h3 (headings must not jump levels)."""
     html = markdown.markdown(
         strip_invisible(text or ""),
         extensions=["tables", "sane_lists", "nl2br", _EscapeHtml()],
@@ -74,6 +79,8 @@ def render_markdown(text: str) -> SafeString:
         link_rel="noopener noreferrer nofollow",
         strip_comments=True,
     )
+    if top > 1:
+        clean = _HEADING.sub(lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + top - 1)}", clean)
     return mark_safe(clean)  # noqa: S308 - nh3 output is the sanitised form
 
 

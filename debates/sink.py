@@ -90,19 +90,21 @@ class DjangoSink:
         self.turn_pks: dict[str, int] = {}
         self.seq = 0
         self.position = 0
+        self.section: int | None = None  # the position of the phase new turns belong to
         self.flusher: asyncio.Task | None = None
         self.last_flush = float("-inf")  # loop time of the last delta frame
         self.debate: Debate | None = None  # the row as last read: the meter of delta frames
         self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
 
     async def open(self) -> None:
-        self.seq, self.position, self.turn_pks = await database_sync_to_async(self._load)()
+        self.seq, self.position, self.section, self.turn_pks = await database_sync_to_async(self._load)()
 
     def _load(self):
         debate = Debate.objects.get(pk=self.debate_id)
         top = debate.turns.aggregate(m=Max("position"))["m"] or 0
-        top = max([top, *(p["position"] for p in debate.phases)])
-        return debate.seq, top, dict(debate.turns.values_list("key", "pk"))
+        section = max((p["position"] for p in debate.phases), default=None)  # where new turns go
+        top = max(top, section or 0)
+        return debate.seq, top, section, dict(debate.turns.values_list("key", "pk"))
 
     async def close(self) -> None:
         if self.flusher:
@@ -228,13 +230,21 @@ class DjangoSink:
 
     def _on_PhaseStarted(self, event: ev.PhaseStarted) -> str:  # noqa: N802
         debate = Debate.objects.get(pk=self.debate_id)
-        if any(p["phase"] == event.phase and p["round"] == event.round for p in debate.phases):
-            return ""  # a resumed run announces phases it already showed
+        shown = [p for p in debate.phases if p["phase"] == event.phase and p["round"] == event.round]
+        if shown:  # a resumed run announces phases it already showed: their turns go there
+            self.section = shown[0]["position"]
+            return ""
         self.position += 1
         title = as_text(event.title)
         entry = {"position": self.position, "round": event.round, "phase": event.phase, "title": title}
+        if event.parallel:
+            entry["parallel"] = True
+        if event.note:
+            entry["note"] = storable(event.note)
         self._bump(phases=[*debate.phases, entry])
-        return lambda: frames.phase(entry)
+        self.section = entry["position"]
+        debate = self.debate
+        return lambda: frames.phase(entry) + frames.status(debate)
 
     def _on_TurnStarted(self, event: ev.TurnStarted) -> str:  # noqa: N802
         fields = {
@@ -266,8 +276,8 @@ class DjangoSink:
             turn = Turn.objects.create(debate_id=self.debate_id, key=event.key, position=self.position, **fields)
         self.turn_pks[event.key] = turn.pk
         self.texts[event.key] = ""
-        self._bump()
-        return lambda: frames.turn(turn, new=existing is None)
+        debate, section = self._bump(), self.section
+        return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate)
 
     def _on_TurnFinished(self, event: ev.TurnFinished) -> str:  # noqa: N802
         if event.replayed:
@@ -286,7 +296,7 @@ class DjangoSink:
         self.texts.pop(event.key, None)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.meter(debate)
+        return lambda: frames.turn(turn, new=False) + frames.status(debate)
 
     def _on_TurnFailed(self, event: ev.TurnFailed) -> str:  # noqa: N802
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
@@ -301,7 +311,7 @@ class DjangoSink:
         self.texts.pop(event.key, None)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.meter(debate)
+        return lambda: frames.turn(turn, new=False) + frames.status(debate)
 
     def _totals(self) -> dict:
         """Every call paid for: each turn's last attempt plus the earlier attempts in its history."""
@@ -323,6 +333,15 @@ class DjangoSink:
             return ""  # a resumed run repeats warnings it already gave
         debate = self._bump(warnings=[*debate.warnings, item])
         return lambda: frames.warnings(debate)
+
+    def _on_Plan(self, event: ev.Plan) -> str:  # noqa: N802
+        fields = {"rounds_planned": event.rounds} if event.rounds else {}
+        if event.cap is not None:
+            fields["token_cap"] = event.cap
+        if not fields:
+            return ""
+        debate = self._bump(**fields)
+        return lambda: frames.status(debate)
 
     def _on_Checkpoint(self, event: ev.Checkpoint) -> str:  # noqa: N802
         debate = self._bump(

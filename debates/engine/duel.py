@@ -172,6 +172,7 @@ async def _run(ctx: DebateContext) -> None:
     spec, library = ctx.spec, ctx.library
     pairing = choose_pair(spec.question, [s.persona for s in spec.seats], library.pairing_rules, library.pool)
     rounds = resolve_rounds(pairing, library.pairing_rules, library.protocol, ctx.options.rounds)
+    await ctx.plan(rounds=rounds)
     a, b = pairing.a, pairing.b
     ammo = {
         a.slug: ammunition(library.critiques, a.slug, b.slug),

@@ -24,6 +24,16 @@ class PhaseStarted(Event):
     round: int
     phase: str
     title: str
+    parallel: bool = False  # its turns run at once (the page shows them side by side)
+    note: str = ""  # text that belongs to the phase itself (e.g. the facts added at a checkpoint)
+
+
+@dataclass(frozen=True)
+class Plan(Event):
+    """What the format now knows about the whole run: its rounds, its token cap (None: unknown)."""
+
+    rounds: int | None = None
+    cap: int | None = None
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ class Format:
     tokens: ClassVar[dict[str, int]] = {"speech": 400, "host": 600}
     summary_limit: ClassVar[int] = 80
     phase_titles: ClassVar[dict[str, str]] = {}  # the transcript's heading for each of its phases
+    parallel_phases: ClassVar[frozenset[str]] = frozenset()  # phases whose turns run at once
 
     # -- what the start form and the runner ask -----------------------------------------------
 

@@ -187,7 +187,7 @@ async def _run(ctx: DebateContext) -> str:
     protocol = library.protocol
     rounds = ctx.options.rounds or FORMAT.rounds.default_for(protocol)
     max_chars = ctx.options.max_chars or int(protocol.get("max_chars", DEFAULT_MAX_CHARS))
-    ctx.ledger.cap = ctx.options.token_budget or int(protocol.get("token_budget", DEFAULT_BUDGET))
+    await ctx.plan(rounds=rounds, cap=ctx.options.token_budget or int(protocol.get("token_budget", DEFAULT_BUDGET)))
     moderator = library.host or PersonaSpec(slug="moderator", name="主持人", kind="moderator")
     report = ReportBuilder(ctx, title=spec.question)
     report.data.update(

@@ -144,7 +144,7 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
     allowance = len(st.roles) * ROUNDS * ctx.max_tokens("speech")
     baseline_tokens = baseline.prompt_tokens + allowance
     cap = ctx.options.token_budget or int(baseline_tokens * multiplier)
-    ctx.ledger.cap = cap
+    await ctx.plan(cap=cap)
     report.data["token_cap"] = {
         "research_budget": budget,
         "multiplier": multiplier,
@@ -342,6 +342,7 @@ async def _run(ctx: DebateContext) -> str:
             )
         )
 
+    await ctx.plan(rounds=ROUNDS)
     await ctx.phase(0, "admission", gettext_noop("Admission"))
     await _admit(ctx, st, report)
     if not ctx.facts:
@@ -518,6 +519,7 @@ class Panel(Format):
     seating = Seating(count=(3, 5), host_kind="host")
     tokens = {"speech": 450, "host": 300, "verdict": 900}
     summary_limit = SUMMARY_LIMIT
+    parallel_phases = frozenset({"r1", "r2", "r3", "r4"})
     phase_titles = {
         "r1": gettext_noop("R1 · Blind positions"),
         "r2": gettext_noop("R2 · Cross-response"),

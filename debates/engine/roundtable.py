@@ -197,6 +197,7 @@ async def _run(ctx: DebateContext) -> str:
             outcome="refused",
         )
     st = TableState(roles, library.host or DEFAULT_HOST, rounds)
+    await ctx.plan(rounds=rounds)
     report.data.update({"mode": mode, "roles": [r.slug for r in roles], "rounds": rounds})
 
     ok, reason = suitability(spec.question)
@@ -258,8 +259,10 @@ async def _run(ctx: DebateContext) -> str:
             )
             return "waiting"
         if spec.checkpoint_reply.strip():
-            ctx.facts = "\n\n".join(filter(None, [ctx.facts, "用户在检查点补充：" + spec.checkpoint_reply.strip()]))
-            report.data["checkpoint_addition"] = spec.checkpoint_reply.strip()
+            added = spec.checkpoint_reply.strip()
+            ctx.facts = "\n\n".join(filter(None, [ctx.facts, "用户在检查点补充：" + added]))
+            report.data["checkpoint_addition"] = added
+            await ctx.phase(1, "checkpoint", gettext_noop("Facts added at the checkpoint"), note=added)
 
     if rounds > 1:
         await _cross_examination(ctx, st)
@@ -501,6 +504,7 @@ class Roundtable(Format):
     )
     tokens = {"speech": 380, "host": 700}
     summary_limit = SUMMARY_LIMIT
+    parallel_phases = frozenset({"r1", "r2", "r3"})
     phase_titles = {
         "r1": gettext_noop("Round 1 · Independent statements"),
         "r2": gettext_noop("Round 2 · Cross-examination"),

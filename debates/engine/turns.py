@@ -152,8 +152,15 @@ class DebateContext:
         self.warnings.append(warning)
         await self.emit(warning)
 
-    async def phase(self, round_no: int, phase: str, msgid: str, **params) -> None:
-        await self.emit(ev.PhaseStarted(round_no, phase, Text(msgid, params)))
+    async def phase(self, round_no: int, phase: str, msgid: str, *, note: str = "", **params) -> None:
+        parallel = phase in self.format.parallel_phases
+        await self.emit(ev.PhaseStarted(round_no, phase, Text(msgid, params), parallel=parallel, note=note))
+
+    async def plan(self, *, rounds: int | None = None, cap: int | None = None) -> None:
+        """Say what the run will be (its rounds, its token cap) as soon as the format knows."""
+        if cap is not None:
+            self.ledger.cap = cap
+        await self.emit(ev.Plan(rounds, cap))
 
     def transcript(self) -> list[TurnResult]:
         return [self.results[k] for k in self.order if k in self.results]

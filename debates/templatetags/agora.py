@@ -10,9 +10,9 @@ register = template.Library()
 
 
 @register.filter
-def markdown(text):
-    """Sanitised Markdown: see debates.rendering."""
-    return render_markdown(text)
+def markdown(text, top=1):
+    """Sanitised Markdown (see debates.rendering); `top`: the level of its first headings."""
+    return render_markdown(text, int(top))
 
 
 @register.filter

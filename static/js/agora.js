@@ -1,5 +1,6 @@
 // Agora's only script of its own: small behaviours htmx does not cover. Served as a file because
-// the Content-Security-Policy allows no inline script.
+// the Content-Security-Policy allows no inline script. Every text it shows comes from the page
+// (translated by the server).
 (function () {
   "use strict";
 
@@ -9,8 +10,28 @@
     if (select) select.form.submit();
   });
 
+  // "Copy" beside a link: copy it, say so on the button for a moment.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-copy]");
+    if (!button) return;
+    var field = document.querySelector(button.getAttribute("data-copy"));
+    if (!field) return;
+    field.select();
+    var done = function () {
+      var label = button.textContent;
+      button.textContent = button.getAttribute("data-copied") || label;
+      setTimeout(function () { button.textContent = label; }, 1500);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value).then(done, function () { document.execCommand("copy"); done(); });
+    } else {
+      document.execCommand("copy");
+      done();
+    }
+  });
+
   // A live page's socket closed by the server for a reason the viewer should know: say why,
-  // in the words the page carries (translated by the server), and do not reconnect.
+  // in the words the page carries, and do not reconnect.
   document.addEventListener("htmx:wsClose", function (event) {
     var live = event.target.closest ? event.target.closest("#live") : null;
     var code = event.detail && event.detail.event ? event.detail.event.code : 0;
@@ -23,4 +44,81 @@
     }
     live.removeAttribute("ws-connect");
   });
+
+  // -- the live stage ------------------------------------------------------------------------
+  var live = document.getElementById("live");
+  if (!live) return;
+  var SYMBOLS = { queued: "…", loading_model: "…", running: "●", waiting: "⏸", done: "✓", failed: "✗",
+                  stopped: "■", refused: "✗" };
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  // The page title carries the state, so a background tab says what the debate is doing.
+  function updateTitle() {
+    var stage = document.getElementById("debate-status");
+    var badge = stage && stage.querySelector(".badge");
+    if (!stage || !badge) return;
+    var symbol = SYMBOLS[stage.getAttribute("data-status")] || "";
+    document.title = (symbol ? symbol + " " : "") + badge.textContent.trim() + " · " + live.getAttribute("data-title");
+  }
+
+  // Elapsed time since the debate started (until it finished), ticking each second.
+  function updateElapsed() {
+    var stage = document.getElementById("debate-status");
+    var out = stage && stage.querySelector("[data-elapsed]");
+    var started = stage && stage.getAttribute("data-started");
+    if (!out || !started) return;
+    var finished = stage.getAttribute("data-finished");
+    var end = finished ? Date.parse(finished) : Date.now();
+    var seconds = Math.max(0, Math.round((end - Date.parse(started)) / 1000));
+    var hours = Math.floor(seconds / 3600);
+    out.textContent = (hours ? hours + ":" + pad(Math.floor(seconds / 60) % 60) : Math.floor(seconds / 60)) +
+      ":" + pad(seconds % 60);
+  }
+
+  // Follow the speaking turn while the reader is at the bottom; stop when they scroll up, and
+  // offer a way back.
+  var jump = document.getElementById("jump-to-live");
+  var following = atBottomNow();
+  var programmatic = false;
+  function atBottomNow() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  }
+  function atBottom() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  }
+  function follow() {
+    var running = live.querySelectorAll("article.turn-running");
+    var target = running.length ? running[running.length - 1] : null;
+    programmatic = true;
+    if (target) {
+      var rect = target.getBoundingClientRect();
+      if (rect.bottom > window.innerHeight) window.scrollBy(0, rect.bottom - window.innerHeight + 24);
+    } else {
+      window.scrollTo(0, document.documentElement.scrollHeight);
+    }
+    setTimeout(function () { programmatic = false; }, 50);
+  }
+  window.addEventListener("scroll", function () {
+    if (programmatic) return;
+    following = atBottom();
+    if (jump) jump.hidden = following || !live.hasAttribute("ws-connect");
+  }, { passive: true });
+  if (jump) {
+    jump.addEventListener("click", function () {
+      following = true;
+      jump.hidden = true;
+      follow();
+    });
+  }
+
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    updateTitle();
+    updateElapsed();
+    if (following) follow();
+    else if (jump) jump.hidden = false;
+  });
+  updateTitle();
+  updateElapsed();
+  setInterval(updateElapsed, 1000);
 })();

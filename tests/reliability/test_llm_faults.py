@@ -209,7 +209,9 @@ async def test_hang_fails_the_turn_with_the_reason_on_the_page_and_resume_finish
     page = await _page(owner, debate)
     assert f"This turn failed: {as_owner_sees(reason)}" in page
     assert first.text.split("] ", 1)[1] in page, "the earlier turn's text stays on the page"
-    assert f"/debates/{debate.pk}/resume/" in page and f"/turns/{second.pk}/retry/" in page
+    # One way on, and the page says which: retry the failed turn (Resume would do the same thing).
+    assert f"/turns/{second.pk}/retry/" in page and f"/debates/{debate.pk}/resume/" not in page
+    assert "Press “Retry turn” there" in page
     zh_page = await _page(await _client_for(alice, "zh-hans"), debate)
     assert f"本次发言失败： {redact_urls(reason, '模型服务商')}" in zh_page, "the default language labels it too"
 

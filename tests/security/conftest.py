@@ -48,7 +48,9 @@ HEAD_ONLY_TAGS = {"style", "link", "meta"}
 # htmx runs `hx-on…` attributes and `js:` values as script; the live frames' own out-of-band swaps.
 HTMX_SCRIPT = re.compile(r"^(data-)?hx-on")
 HTMX_VALUES = re.compile(r"^(data-)?hx-(vals|vars)$")
-PAGE_SWAPS = re.compile(r"^(true|outerHTML|beforeend:#transcript|beforeend:#turn-\d+-text)$")
+PAGE_SWAPS = re.compile(
+    r"^(true|outerHTML|innerHTML|beforeend:#transcript|beforeend:#phase-\d+-turns|beforeend:#turn-\d+-text)$"
+)
 # Words of the hostile payloads that no template comment contains.
 COMMENT_NEEDLES = ("hidden", "alert", "script", "onerror", "onload", "javascript")
 
