@@ -100,8 +100,11 @@ def stage_of(debate: Debate, turns=None) -> dict:
     phase = debate.phases[-1] if debate.phases else None
     speaking = [t.speaker_name for t in turns if t.state == Turn.State.RUNNING]
     used = debate.total_tokens
+    title = (phase or {}).get("title")
+    plain_round = isinstance(title, dict) and title.get("msgid") == "Round %(n)d"  # the counter says it
     return {
         "phase": phase,
+        "phase_label": None if plain_round else title,
         "round": phase["round"] if phase and phase.get("round") else None,
         "rounds": debate.rounds_planned,
         "speaking": speaking,

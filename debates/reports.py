@@ -10,18 +10,20 @@ def _has_sections(report) -> bool:
     return bool(report and isinstance(report.data, dict) and "sections" in report.data)
 
 
-def verdict_markdown(report) -> str:
+def verdict_markdown(report, *, warnings: bool = True) -> str:
     """The report's verdict in the viewer's language (its headings and notes; the debate's own
-    words stay as spoken). Reports from before sections were data keep their stored Markdown."""
+    words stay as spoken). Reports from before sections were data keep their stored Markdown.
+    Pages list the warnings themselves (`warnings=False`); files carry them."""
     if not _has_sections(report):
         return report.verdict_markdown if report else ""
-    return render_verdict(report.debate.question, report.data, gettext)
+    return render_verdict(report.debate.question, report.data, gettext, warnings=warnings)
 
 
-def transcript_markdown(report, turns) -> str:
+def transcript_markdown(report, turns, *, ledger: bool = True) -> str:
     if not _has_sections(report):
         return report.transcript_markdown if report else ""
-    return render_transcript(report.debate.question, report.data, report_turns(report, turns), gettext)
+    rows = report_turns(report, turns)
+    return render_transcript(report.debate.question, report.data, rows, gettext, ledger=ledger)
 
 
 def report_turns(report, turns) -> list[dict]:

@@ -15,9 +15,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import consumers, control, frames
+from debates import charts, consumers, control, frames
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
+from debates.engine.text import topic_slug
 from debates.forms import DebateForm, save_debate
 from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Provider, Status, Turn, new_share_token
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
@@ -112,30 +113,40 @@ def report(request, pk):
     debate = viewable_debate(request, pk, request.GET.get("share"))
     snap = frames.snapshot(debate.pk)
     share = request.GET.get("share", "")
+    data = snap.report.data if snap.report and isinstance(snap.report.data, dict) else {}
     context = snap.context(
-        share=share if share == debate.share_token else "", show_internals=shows_internals(request.user)
+        share=share if share == debate.share_token else "",
+        show_internals=shows_internals(request.user),
+        positions_chart=charts.positions(data),
+        ledger_chart=charts.ledger(data, snap.debate.token_cap),
     )
     return render(request, "debates/report.html", context)
 
 
-def archive_name(debate: Debate, ext: str) -> str:
-    slug = debate.topic_slug or f"debate-{debate.pk}"
+def archive_name(debate: Debate, ext: str, kind: str = "report") -> str:
+    """`<topic-slug>-<format>-<kind>-<date>-<id>.<ext>`: readable (Chinese questions are romanised
+    into the slug) and unique (the debate's id)."""
+    slug = debate.topic_slug or topic_slug("", debate.question, ("debate",))
     day = (debate.finished_at or debate.created_at or timezone.now()).date().isoformat()
-    return f"{slug}-{debate.format}-report-{day}.{ext}"
+    return f"{slug}-{debate.format}-{kind}-{day}-{debate.pk}.{ext}"
 
 
 @require_GET
-def export_md(request, pk):
+def export_md(request, pk, part: str = "both"):
+    """The report as Markdown, in the reader's language: the verdict and the transcript together
+    (`export.md`), or one of them (`report.md`, `transcript.md`, named as the panel's archive is)."""
     debate = viewable_debate(request, pk, request.GET.get("share"))
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     if rep is None:
         return HttpResponseBadRequest(_("This debate has no report yet."))
     turns = list(debate.turns.all())
-    body = inert_markdown(verdict_markdown(rep) + "\n\n---\n\n" + transcript_markdown(rep, turns))
+    pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns)]}
+    body = inert_markdown("\n\n---\n\n".join(pieces.get(part) or pieces["report"] + pieces["transcript"]))
     if not shows_internals(request.user):
         body = redact_urls(body, _("the provider"))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md")}"'
+    kind = part if part in pieces else "report"
+    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md", kind)}"'
     return response
 
 

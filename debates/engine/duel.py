@@ -217,6 +217,7 @@ async def _run(ctx: DebateContext) -> None:
             break
     report.data["round_summaries"] = round_summaries
 
+    await ctx.phase(0, "close", gettext_noop("Closing synthesis"))
     close = await ctx.turn(_close_plan(ctx, a, b, round_summaries))
     report.section("synthesis", gettext_noop("Neutral synthesis"), close.text)
     report.top_notes.insert(0, text(DISCLAIMER))
@@ -233,7 +234,7 @@ def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: l
         ctx,
         ORCHESTRATOR,
         "duel:close",
-        round_no=len(summaries) // 2 + 1,
+        round_no=0,  # after the rounds, in none of them
         phase="close",
         rules=[
             "你是对辩的中立记录者，不站任何一方，不评判高下。",

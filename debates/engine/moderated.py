@@ -326,12 +326,13 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
         verdict = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
         fixes = []
     else:
+        await ctx.phase(0, "verdict", gettext_noop("Verdict"))
         result = await ctx.turn(
             plan(
                 ctx,
                 moderator,
                 "moderator:verdict",
-                round_no=len(history) + 1,
+                round_no=0,  # after the rounds, in none of them
                 phase="host",
                 rules=[
                     "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",

@@ -440,6 +440,7 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
         )
 
     if st.stopped_by_cap is None:
+        await ctx.phase(0, "verdict", gettext_noop("Verdict"))
         verdict = await ctx.turn(
             _host_plan(
                 ctx,
@@ -450,7 +451,7 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
                 "依次四节：\n## 辩论精华（2–3 条穿透性引文）\n## 三区（共识区 / 分歧区 / 未决区）\n## 综合判断\n"
                 f"## 结论产出（{_conclusion_kind(st.kind)}）",
                 kind="verdict",
-                round_no=5,
+                round_no=0,  # after the rounds, in none of them
             )
         )
         verdict_text = clip(verdict.text, VERDICT_LIMIT)

@@ -107,11 +107,12 @@ def _t(value: Mapping | str | None, translate: Translate) -> str:
     return Text.from_dict(value).render(translate)
 
 
-def render_verdict(question: str, data: Mapping, translate: Translate) -> str:
+def render_verdict(question: str, data: Mapping, translate: Translate, *, warnings: bool = True) -> str:
+    """The verdict as Markdown; `warnings=False` where the page lists the warnings itself."""
     parts = [f"# {_t(data.get('heading'), translate)}", f"**{translate('Question')}**: {question}"]
     parts += [f"> {_t(note, translate)}" for note in data.get("top_notes", [])]
     noted = {n.get("msgid") for n in data.get("top_notes", []) if isinstance(n, Mapping)}
-    warnings = [w for w in data.get("warnings", []) if w.get("msgid") not in noted]
+    warnings = [w for w in data.get("warnings", []) if w.get("msgid") not in noted] if warnings else []
     if warnings:
         lines = [_t(w if "msgid" in w else w.get("text", ""), translate) for w in warnings]
         parts.append("\n".join(f"> {line}" if line.startswith("⚠️") else f"> ⚠️ {line}" for line in lines))
@@ -119,7 +120,10 @@ def render_verdict(question: str, data: Mapping, translate: Translate) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render_transcript(question: str, data: Mapping, turns: list[Mapping], translate: Translate) -> str:
+def render_transcript(
+    question: str, data: Mapping, turns: list[Mapping], translate: Translate, *, ledger: bool = True
+) -> str:
+    """The transcript as Markdown; `ledger=False` where the page shows the ledger as a table."""
     parts = [f"# {translate('Transcript')}\n\n**{translate('Question')}**: {question}"]
     parts += _sections(data, "transcript", translate)
     parts.append(f"## {translate('All speeches')}")
@@ -131,6 +135,8 @@ def render_transcript(question: str, data: Mapping, turns: list[Mapping], transl
         if turn.get("summary"):
             body.append(f"*{translate('Summary')}*: {turn['summary']}")
         parts.append("\n\n".join(body))
+    if not ledger:
+        return "\n\n".join(parts) + "\n"
     ledger = data.get("ledger", {})
     line = translate("Prompt %(prompt)d · completion %(completion)d · total %(total)d") % {
         "prompt": ledger.get("prompt_tokens", 0),

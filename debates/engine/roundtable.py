@@ -128,6 +128,8 @@ def _r3_post(veto_right: bool):
     def post(text: str) -> tuple[str, dict]:
         decision = field_value(text, ("决定", "decision"))
         data = {"decision": "revise" if "修正" in decision or "revise" in decision.lower() else "hold"}
+        confidence_raw = field_value(text, ("置信度", "confidence"))
+        data["confidence"] = next((v for k, v in CONFIDENCE.items() if k in confidence_raw.lower()), "")
         if veto_right:
             veto = field_value(text, ("否决", "veto"))
             scenario = field_value(text, ("失败场景", "failure scenario"), multiline=True)
@@ -364,7 +366,7 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
 
 
 def _host_plan(ctx: DebateContext, st: TableState, key: str, task: str, material: str, fmt: str) -> TurnPlan:
-    return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=st.rounds + 1)
+    return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=0)
 
 
 SECTIONS = {
@@ -408,6 +410,7 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
             for r in st.roles
         ],
     )
+    await ctx.phase(0, "synthesis", gettext_noop("Synthesis"))
     result = await ctx.turn(
         _host_plan(
             ctx,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from pypinyin import lazy_pinyin
+
 ELLIPSIS = "…"
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")
 _WS = re.compile(r"\s+")
@@ -132,7 +134,9 @@ def topic_slug(candidate: str, question: str, fallback_words: tuple[str, ...] = 
     from the question, padded from `fallback_words` (the archive name must never be empty)."""
     words = _SLUG_WORD.findall(candidate.lower())
     if not 3 <= len(words) <= 6:
-        words = _SLUG_WORD.findall(question.lower())[:6]
+        # A Chinese question is romanised (pinyin, tones dropped), so the archive name still says
+        # what it was about: "念佛与参禅…" → nian-fo-yu-can-chan-na.
+        words = _SLUG_WORD.findall(" ".join(lazy_pinyin(question)).lower())[:6]
         for word in fallback_words:
             if len(words) >= 3:
                 break

@@ -43,9 +43,11 @@ def tr(value):
 
 @register.filter
 def verdict_markdown(report) -> str:
-    return reports.verdict_markdown(report)
+    """For pages, which list the warnings themselves."""
+    return reports.verdict_markdown(report, warnings=False)
 
 
 @register.filter
 def transcript_markdown(report, turns) -> str:
-    return reports.transcript_markdown(report, turns)
+    """For pages, which show the ledger as a table."""
+    return reports.transcript_markdown(report, turns, ledger=False)

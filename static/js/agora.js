@@ -76,47 +76,52 @@
       ":" + pad(seconds % 60);
   }
 
-  // Follow the speaking turn while the reader is at the bottom; stop when they scroll up, and
-  // offer a way back.
+  // Follow the speaking turn while the reader is at the bottom; once they scroll up, leave the
+  // page where it is and offer a way back to the live turn.
   var jump = document.getElementById("jump-to-live");
-  var following = atBottomNow();
-  var programmatic = false;
-  function atBottomNow() {
-    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
-  }
+  var wasAtBottom = true;
   function atBottom() {
     return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  }
+  function streaming() {
+    var stage = document.getElementById("debate-status");
+    var status = stage ? stage.getAttribute("data-status") : "";
+    return ["queued", "loading_model", "running"].indexOf(status) >= 0;
   }
   function follow() {
     var running = live.querySelectorAll("article.turn-running");
     var target = running.length ? running[running.length - 1] : null;
-    programmatic = true;
     if (target) {
       var rect = target.getBoundingClientRect();
       if (rect.bottom > window.innerHeight) window.scrollBy(0, rect.bottom - window.innerHeight + 24);
     } else {
       window.scrollTo(0, document.documentElement.scrollHeight);
     }
-    setTimeout(function () { programmatic = false; }, 50);
   }
-  window.addEventListener("scroll", function () {
-    if (programmatic) return;
-    following = atBottom();
-    if (jump) jump.hidden = following || !live.hasAttribute("ws-connect");
-  }, { passive: true });
+  function liveInView() {
+    var running = live.querySelectorAll("article.turn-running");
+    for (var i = 0; i < running.length; i++) {
+      var rect = running[i].getBoundingClientRect();
+      if (rect.top < window.innerHeight && rect.bottom > 0) return true;
+    }
+    return false;
+  }
+  function showJump() {
+    if (jump) jump.hidden = atBottom() || liveInView() || !streaming();
+  }
+  window.addEventListener("scroll", showJump, { passive: true });
   if (jump) {
     jump.addEventListener("click", function () {
-      following = true;
-      jump.hidden = true;
       follow();
+      jump.hidden = true;
     });
   }
-
+  document.addEventListener("htmx:wsBeforeMessage", function () { wasAtBottom = atBottom(); });
   document.addEventListener("htmx:wsAfterMessage", function () {
     updateTitle();
     updateElapsed();
-    if (following) follow();
-    else if (jump) jump.hidden = false;
+    if (wasAtBottom && streaming()) follow();
+    showJump();
   });
   updateTitle();
   updateElapsed();

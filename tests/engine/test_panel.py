@@ -107,7 +107,7 @@ async def test_topic_slug_is_three_to_six_lowercase_words_even_when_the_model_fa
     run = await debate(panel_spec(token_budget=1), panel_fake(admission=admission))  # stop after R1
     slug = run.data["topic_slug"]
     assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z][a-z0-9]*){2,5}", slug), slug
-    assert slug == "panel-debate-topic"  # the question has no English words: padded fallback
+    assert slug == "wo-men-tuan-dui-shi-fou"  # the question romanised: 我们团队是否…
 
 
 async def test_sequential_provider_is_recorded_as_a_labelled_mode():
