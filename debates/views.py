@@ -123,7 +123,7 @@ def report(request, pk):
     return render(request, "debates/report.html", context)
 
 
-def archive_name(debate: Debate, ext: str, kind: str = "report") -> str:
+def archive_name(debate: Debate, ext: str, kind: str = "debate") -> str:
     """`<topic-slug>-<format>-<kind>-<date>-<id>.<ext>`: readable (Chinese questions are romanised
     into the slug) and unique (the debate's id)."""
     slug = debate.topic_slug or topic_slug("", debate.question, ("debate",))
@@ -145,7 +145,7 @@ def export_md(request, pk, part: str = "both"):
     if not shows_internals(request.user):
         body = redact_urls(body, _("the provider"))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
-    kind = part if part in pieces else "report"
+    kind = part if part in pieces else "debate"  # report and transcript together
     response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md", kind)}"'
     return response
 
