@@ -47,7 +47,8 @@ async def test_duel_streams_survives_reloads_and_ends_on_the_report(page, agora,
     assert await page.locator("#debate-report").inner_text() != ""
     await page.click("text=Markdown")  # the export link works from the page
     md = await page.context.request.get(f"{agora.url}/debates/{pk}/export.md")
-    assert re.match(r'attachment; filename=".+-duel-debate-\d{4}-\d{2}-\d{2}-\d+\.md"', md.headers["content-disposition"])
+    named = md.headers["content-disposition"]
+    assert re.match(r'attachment; filename=".+-duel-debate-\d{4}-\d{2}-\d{2}-\d+\.md"', named), named
 
 
 @pytest.mark.parametrize("attempt", range(10))
