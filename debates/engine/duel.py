@@ -8,6 +8,7 @@ wording. The orchestrator (this module) keeps `round_summaries` and decides when
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from debates.engine.format import Format, Rounds, Seating, Suggestion
@@ -53,13 +54,28 @@ def keyword_score(persona: PersonaSpec, question: str) -> int:
     return sum(1 for keyword in persona.keywords if keyword and keyword.lower() in low)
 
 
+def school(tradition: str) -> str:
+    """The school a tradition belongs to: a sub-lineage (天台宗·灵峰派) is its school's (天台宗)."""
+    return re.split(r"[·・/／(（]", tradition.strip(), maxsplit=1)[0].strip()
+
+
+def rule_score(rule: PairingRuleSpec, question: str) -> tuple[int, int]:
+    """How well a pairing rule matches: how many of its keywords the question holds, then how
+    specific they are (their length). A short keyword inside a longer matched one of another
+    rule (中观 in 中观分判) then loses to the rule the longer one belongs to."""
+    low = question.lower()
+    matched = [k for k in rule.keywords if k and k.lower() in low]
+    return len(matched), sum(len(k) for k in matched)
+
+
 def choose_pair(
     question: str,
     explicit: list[PersonaSpec],
     rules: list[PairingRuleSpec],
     pool: list[PersonaSpec],
 ) -> Pairing:
-    """The seed's decision tree, first match wins: named by the user → pairing rule → keywords."""
+    """The seed's decision tree: named by the user → the pairing rule that matches best (ties go to
+    the rule listed first) → the two best keyword matches from different schools."""
     if len(explicit) == 2:
         return Pairing(explicit[0], explicit[1], "explicit")
     if explicit:
@@ -67,12 +83,13 @@ def choose_pair(
             text(gettext_noop("A duel needs exactly two personas: name two, or none.")), outcome="refused"
         )
     by_slug = {p.slug: p for p in pool}
-    low = question.lower()
-    for rule in rules:
-        if any(k and k.lower() in low for k in rule.keywords):
-            a, b = (by_slug.get(s) for s in rule.personas)
-            if a and b:
-                return Pairing(a, b, "rule", rule)
+    scored = [(rule_score(r, question), -i, r) for i, r in enumerate(rules)]
+    for score, _order, best in sorted(scored, key=lambda item: (item[0], item[1]), reverse=True):
+        if score[0] == 0:
+            break
+        a, b = (by_slug.get(s) for s in best.personas)
+        if a and b:
+            return Pairing(a, b, "rule", best)
     debaters = [p for p in pool if p.kind == "debater"]
     ranked = sorted(debaters, key=lambda p: (-keyword_score(p, question), p.slug))
     if not ranked or keyword_score(ranked[0], question) == 0:
@@ -82,7 +99,7 @@ def choose_pair(
         )
     first = ranked[0]
     for second in ranked[1:]:
-        if second.tradition != first.tradition and keyword_score(second, question) > 0:
+        if school(second.tradition) != school(first.tradition) and keyword_score(second, question) > 0:
             return Pairing(first, second, "keywords")
     raise DebateAborted(
         text(gettext_noop("Keywords found no second persona from a different tradition: choose two personas.")),
@@ -113,19 +130,37 @@ def _ammo_text(ammo: list[CritiqueSpec]) -> str:
     return "\n".join(f"{i}. {c.point}（出处：{c.citation}）" for i, c in enumerate(ammo, 1))
 
 
-def _position_moved(text: str) -> bool | None:
+STILL_WORDS = ("无", "未变", "坚持", "不变", "none", "unchanged", "hold")
+MOVED_WORDS = ("松动", "转向", "loosen", "shift", "turn")
+
+
+def position_moved(text: str) -> bool | None:
+    """The speaker's declared position change: None when it declared none. The chosen state is the
+    option word at the start; in a phrase such as "从无转向松动" the *last* state named is where the
+    position went. The half-sentence after the choice may say anything (无念, 无常, …)."""
     value = field_value(text, ("立场变化", "position change")).lower()
     if not value:
         return None
-    # The chosen option comes first; the half-sentence after it may say anything (无念, 无常, …),
-    # so the earliest option word decides, not any occurrence of 无.
-    still = ("无", "未变", "坚持", "不变", "none", "unchanged", "hold")
-    moved = ("松动", "转向", "loosen", "shift")
     # A small model may copy the whole menu ("无 / 松动 / 转向"): that says nothing either way.
-    if "/" in value and sum(word in value for word in ("无", *moved)) > 1:
+    if "/" in value and sum(word in value for word in ("无", *MOVED_WORDS)) > 1:
         return None
-    hits = [(value.find(word), word in still) for word in (*still, *moved) if word in value]
+    head = re.split(r"[，,。；;：:（(]", value, maxsplit=1)[0]  # the choice, before any explanation
+    hits = [(head.rfind(w), w in STILL_WORDS) for w in (*STILL_WORDS, *MOVED_WORDS) if w in head]
+    if hits:
+        return not max(hits)[1]
+    hits = [(value.find(w), w in STILL_WORDS) for w in (*STILL_WORDS, *MOVED_WORDS) if w in value]
     return not min(hits)[1] if hits else True
+
+
+# A doctrinal source: a title in 《》 with its chapter or fascicle (inside, after "·", or just after).
+CITATION = re.compile(
+    r"《[^》]{1,40}[·・][^》]{1,30}》"
+    r"|《[^》]{1,40}》\s*(?:第?[一二三四五六七八九十百千\d]+\s*[卷品章篇]|卷\s*[一二三四五六七八九十百千\d]+)"
+)
+
+
+def duel_citations(text: str) -> list[str]:
+    return CITATION.findall(text)
 
 
 def _speech_plan(
@@ -136,12 +171,15 @@ def _speech_plan(
     opponent_summary: str,
     ammo: list[CritiqueSpec],
     rounds: int,
+    own_summary: str = "",
 ) -> TurnPlan:
     side = f"你代表「{speaker.name}」（{speaker.tradition or '本派'}）的立场，对手是「{opponent.name}」。"
     summary = opponent_summary or "（对手尚未发言：这是开篇立论。）"
     material = (
         f"## 对手当前立场摘要（≤80字）\n{summary}\n\n## 你的弹药：你对「{opponent.name}」的批评\n{_ammo_text(ammo)}"
     )
+    if own_summary:  # its own position so far, to say honestly whether it moved (never the opponent's words)
+        material = f"## 你上一轮的立场摘要（≤80字）\n{own_summary}\n\n{material}"
     output_format = (
         "按下面三部分写，先写正文：\n"
         "正文：200–350 字的发言。陈述你的立场与论证，回应对手摘要中的要点，用上你的弹药并注明出处。\n"
@@ -164,7 +202,7 @@ def _speech_plan(
         material=material,
         output=output_format,
         others=[opponent.name],
-        postprocess=lambda text: (text, {"moved": _position_moved(text)}),
+        postprocess=lambda text: (text, {"moved": position_moved(text), "citations": len(duel_citations(text))}),
     )
 
 
@@ -198,8 +236,24 @@ async def _run(ctx: DebateContext) -> None:
         await ctx.phase(round_no, "duel", gettext_noop("Round %(n)d"), n=round_no)
         moved = {}
         for speaker, opponent in ((a, b), (b, a)):
-            turn = _speech_plan(ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds)
+            turn = _speech_plan(
+                ctx,
+                round_no,
+                speaker,
+                opponent,
+                latest[opponent.slug],
+                ammo[speaker.slug],
+                rounds,
+                latest[speaker.slug],
+            )
             result = await ctx.turn(turn)
+            if not result.replayed and not result.data.get("citations"):
+                await ctx.warn(
+                    "uncited",
+                    gettext_noop("%(speaker)s cited no source (a text with its chapter or fascicle) in round %(n)d."),
+                    speaker=speaker.name,
+                    n=round_no,
+                )
             previous = latest[speaker.slug]
             latest[speaker.slug] = result.summary
             round_summaries.append({"round": round_no, "speaker_slug": speaker.slug, "summary": result.summary})

@@ -103,9 +103,21 @@ class TableState:
     veto: dict | None = None
 
 
-def _r1_post(text: str) -> tuple[str, dict]:
-    confidence_raw = field_value(text, ("置信度", "confidence"))
-    confidence = next((v for k, v in CONFIDENCE.items() if k in confidence_raw.lower()), "")
+CONFIDENCE_ANYWHERE = re.compile(r"(?:置信度|confidence)\s*[:：]?\s*(高|中|低|high|medium|low)", re.IGNORECASE)
+
+
+def confidence_of(text: str) -> str:
+    """The stated confidence: its own line, or said inside another ("核心论点：…（置信度：低）")."""
+    raw = field_value(text, ("置信度", "confidence"))
+    found = next((v for k, v in CONFIDENCE.items() if k in raw.lower()), "")
+    if not found:
+        match = CONFIDENCE_ANYWHERE.search(text)
+        found = CONFIDENCE[match.group(1).lower()] if match else ""
+    return found
+
+
+def parse_r1(text: str) -> tuple[str, dict]:
+    confidence = confidence_of(text)
     arguments = bullet_items(field_value(text, ("论据", "arguments"), multiline=True), 3) or bullet_items(text, 3)
     thesis = field_value(text, ("核心论点", "论点", "thesis")) or first_sentence(text)
     return text, {
@@ -128,8 +140,7 @@ def _r3_post(veto_right: bool):
     def post(text: str) -> tuple[str, dict]:
         decision = field_value(text, ("决定", "decision"))
         data = {"decision": "revise" if "修正" in decision or "revise" in decision.lower() else "hold"}
-        confidence_raw = field_value(text, ("置信度", "confidence"))
-        data["confidence"] = next((v for k, v in CONFIDENCE.items() if k in confidence_raw.lower()), "")
+        data["confidence"] = confidence_of(text)
         if veto_right:
             veto = field_value(text, ("否决", "veto"))
             scenario = field_value(text, ("失败场景", "failure scenario"), multiline=True)
@@ -234,7 +245,7 @@ async def _run(ctx: DebateContext) -> str:
                 ["轮次 1：只看议题，看不到其他角色的发言（防锚定）。"],
                 "",
                 r1_fmt,
-                _r1_post,
+                parse_r1,
             )
             for r in roles
         ]

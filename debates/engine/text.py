@@ -45,7 +45,10 @@ META_LABELS = ("立场变化", "沉默声明", "置信度", "小结")
 
 def first_sentence(text: str) -> str:
     for line in text.splitlines():
-        line = line.strip().lstrip("#>*-• ").strip().strip("*").strip()
+        raw = line.strip()
+        if raw.startswith("#") or re.fullmatch(r"\*\*[^*]+\*\*[:：]?", raw):
+            continue  # a heading ("## 双方主张", "**共识**") is not what the text says
+        line = raw.lstrip(">*-• ").strip().strip("*").strip()
         if not line or _is_label_only(line) or line.startswith(META_LABELS):
             continue
         # "正文：……" — drop the label, keep what follows it.
@@ -88,12 +91,15 @@ def field_value(text: str, labels: tuple[str, ...], *, multiline: bool = False) 
     return "\n".join(lines).strip()
 
 
-SUMMARY_LABELS = ("小结", "本轮小结", "摘要", "总结", "summary", "round summary")
+# The summary the formats ask for ("小结"), before words a speech may also use for other lines.
+OWN_SUMMARY_LABELS = ("小结", "本轮小结", "summary", "round summary")
+SUMMARY_LABELS = (*OWN_SUMMARY_LABELS, "摘要", "总结")
 
 
 def summary_of(text: str, limit: int) -> str:
-    """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`."""
-    summary = field_value(text, SUMMARY_LABELS)
+    """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`.
+    A "总结：" line elsewhere in the speech never replaces the asked-for "小结"."""
+    summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
     if not normalise(summary):  # missing, or a copied placeholder such as "…"
         summary = first_sentence(_without_labels(text, SUMMARY_LABELS)) or text.strip()
     return clip(_WS.sub(" ", summary), limit)

@@ -149,7 +149,9 @@ def test_ten_masters_with_traditions(manifests):
     for persona in masters.values():
         assert persona["kind"] == "debater" and persona["tier"] == "master"
         assert persona["tradition"]
-        assert 6 <= len(persona["keywords"]) <= 12
+        chinese = [k for k in persona["keywords"] if re.search("[\u4e00-\u9fff]", k)]
+        assert 6 <= len(chinese) <= 12
+        assert len(persona["keywords"]) - len(chinese) >= 2, "English keywords, so English questions pair too"
 
 
 def test_seed_pairs_are_different_traditions(manifests):

@@ -1,0 +1,193 @@
+"""The seed rules that misfired, one test (or a few) per rule; the numbers are the issue's.
+Read against the four design documents; each of these failed before its fix."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from debates.engine.duel import choose_pair, duel_citations, school
+from debates.engine.spec import PairingRuleSpec
+from debates.engine.text import field_value, summary_of
+from testkit.fake_llm import FakeLLM
+
+from .conftest import HUINENG, YINGUANG, debate, duel_spec, persona
+
+# -- the bundled library's pairing table, as the seed lists it ---------------------------------------
+
+
+def master(slug, name, tradition, keywords):
+    return persona(slug, name, tradition=tradition, keywords=tuple(keywords))
+
+
+MASTERS = [
+    master("huineng", "慧能大师", "禅宗", ["禅宗", "顿悟", "直指", "自性", "参禅", "禅净", "顿渐", "Chan", "Zen"]),
+    master("yinguang", "印光大师", "净土宗", ["净土", "念佛", "禅净", "往生", "Pure Land", "nianfo"]),
+    master("kumarajiva", "鸠摩罗什", "三论/中观", ["中观", "空有", "般若", "Madhyamaka", "emptiness"]),
+    master("xuanzang", "玄奘法师", "唯识/法相宗", ["唯识", "空有", "法相", "Yogacara"]),
+    master("zhiyi", "智顗大师", "天台宗", ["天台", "止观", "顿渐", "次第", "Tiantai", "gradual"]),
+    master("tsongkhapa", "宗喀巴大师", "藏传格鲁派", ["应成", "中观", "中观分判", "次第", "Prasangika"]),
+    master("ajahn-chah", "阿姜查", "上座部·泰国森林传统", ["戒律", "戒律行持", "森林", "Vinaya"]),
+    master("mahasi-sayadaw", "马哈希尊者", "上座部·缅甸内观", ["内观", "直观内观", "vipassana"]),
+    master("atisha", "阿底峡尊者", "藏传噶当派", ["三士道", "道次第", "次第", "Lamrim"]),
+    master("ouyi", "蕅益大师", "天台宗·灵峰派", ["天台", "净土", "教观", "教观纲宗", "行归净土"]),
+]
+
+
+def rule(a, b, *keywords):
+    return PairingRuleSpec((a, b), tuple(keywords), None, f"{a}-{b}")
+
+
+RULES = [
+    rule("huineng", "yinguang", "禅净", "念佛", "参禅", "Pure Land or Chan", "nianfo", "chanting the Buddha's name"),
+    rule("kumarajiva", "xuanzang", "空有", "中观", "唯识", "Madhyamaka", "Yogacara", "emptiness and existence"),
+    rule("huineng", "zhiyi", "顿渐", "顿悟", "次第", "sudden or gradual", "sudden awakening", "gradual path"),
+    rule("tsongkhapa", "huineng", "应成", "顿悟", "中观分判", "直指", "Prasangika", "direct pointing"),
+    rule("ajahn-chah", "mahasi-sayadaw", "戒律行持", "直观内观", "戒律", "内观", "Vinaya", "vipassana"),
+    rule("atisha", "huineng", "三士道", "自性见", "three scopes", "self-nature"),
+    rule("ouyi", "yinguang", "教宗天台", "行归净土", "天台", "净土", "Tiantai doctrine", "Pure Land practice"),
+    rule("ouyi", "tsongkhapa", "教观纲宗", "应成中观", "教观", "Tiantai classification", "Prasangika Madhyamaka"),
+]
+SEED_TOPICS = [
+    ("念佛与参禅，哪条路更适合现代人修行？", {"huineng", "yinguang"}),
+    ("空有之争：中观与唯识，谁说得更究竟？", {"kumarajiva", "xuanzang"}),
+    ("顿悟与次第，修行应从哪里下手？", {"huineng", "zhiyi"}),
+    ("应成派的中观分判与禅宗的顿悟直指，能否相容？", {"tsongkhapa", "huineng"}),
+    ("戒律行持与直观内观，哪个是解脱的根本？", {"ajahn-chah", "mahasi-sayadaw"}),
+    ("三士道的次第与自性见，如何调和？", {"atisha", "huineng"}),
+    ("教宗天台、行归净土，二者如何并行？", {"ouyi", "yinguang"}),
+    ("教观纲宗与应成中观，如何判教？", {"ouyi", "tsongkhapa"}),
+    # The same topics asked in English.
+    ("Pure Land or Chan: chanting the Buddha's name or meditation?", {"huineng", "yinguang"}),
+    ("Madhyamaka or Yogacara: which explains emptiness and existence better?", {"kumarajiva", "xuanzang"}),
+    ("Sudden awakening or a gradual path?", {"huineng", "zhiyi"}),
+    ("Can Prasangika analysis meet Chan's direct pointing?", {"tsongkhapa", "huineng"}),
+    ("Vinaya discipline or vipassana insight: which comes first?", {"ajahn-chah", "mahasi-sayadaw"}),
+    ("The three scopes of the Lamrim against seeing self-nature", {"atisha", "huineng"}),
+    ("Tiantai doctrine with Pure Land practice: can both be kept?", {"ouyi", "yinguang"}),
+    ("Tiantai classification against Prasangika Madhyamaka", {"ouyi", "tsongkhapa"}),
+]
+
+
+# -- 1. the pairing rule that matches best --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "pair"), SEED_TOPICS, ids=[q[:24] for q, _ in SEED_TOPICS])
+def test_1_each_seed_topic_pairs_as_the_seed_table_says(question, pair):
+    pairing = choose_pair(question, [], RULES, MASTERS)
+    assert {pairing.a.slug, pairing.b.slug} == pair and pairing.how == "rule"
+
+
+def test_1_ties_go_to_the_rule_listed_first():
+    tie = [rule("a", "b", "甲"), rule("c", "d", "甲")]
+    people = [master(s, s, s, ()) for s in "abcd"]
+    assert {choose_pair("甲？", [], tie, people).a.slug} <= {"a", "b"}
+
+
+@pytest.mark.django_db
+def test_1_the_bundled_library_pairs_the_seed_topics_in_both_languages(libraries):
+    from debates.engine import registry
+    from debates.specs import library_spec
+
+    library = library_spec(registry.get("duel"))
+    for question, pair in SEED_TOPICS:
+        pairing = choose_pair(question, [], library.pairing_rules, library.pool)
+        assert {pairing.a.slug, pairing.b.slug} == pair, question
+
+
+# -- 2. traditions compare by school -------------------------------------------------------------------
+
+
+def test_2_a_sub_lineage_belongs_to_its_school():
+    assert school("天台宗·灵峰派") == school("天台宗") == "天台宗"
+    assert school("上座部·泰国森林传统") == school("上座部·缅甸内观")
+    tiantai = [master("zhiyi", "智顗", "天台宗", ["止观"]), master("ouyi", "蕅益", "天台宗·灵峰派", ["止观"])]
+    chan = master("huineng", "慧能", "禅宗", ["止观"])
+    pairing = choose_pair("止观如何修？", [], [], [*tiantai, chan])
+    assert {pairing.a.slug, pairing.b.slug} != {"zhiyi", "ouyi"}, "two of one school are no duel"
+
+
+# -- 3. a speaker sees its own previous summary ----------------------------------------------------------
+
+
+async def test_3_each_speaker_sees_its_own_last_summary_and_still_not_the_opponents_words():
+    def speech(call):
+        _, n, slug = call.key.split(":")
+        return f"RAW-{slug}-{n} 依《坛经·行由品》。\n立场变化：松动\n小结：OWN-{slug}-{n}"
+
+    fake = FakeLLM().reply("duel:close", "收束。\n小结：收束").reply("duel:*", speech)
+    spec = duel_spec(seats=(HUINENG, YINGUANG))
+    spec.options.rounds = 2
+    run = await debate(spec, fake)
+    second = run.call("duel:2:huineng").user
+    assert "OWN-huineng-1" in second, "its own summary of round 1"
+    assert "RAW-yinguang" not in second and "RAW-huineng-1" not in second
+    assert "OWN-huineng" not in run.call("duel:1:huineng").user, "nothing of its own before it spoke"
+
+
+# -- 4. every doctrinal speech cites a source -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("speech", "cited"),
+    [
+        ("如《六祖坛经·疑问品》所说……", True),
+        ("见《印光法师文钞》卷二。", True),
+        ("《中论》第十八品有言……", True),
+        ("《坛经》说得明白。", False),  # a title without chapter or fascicle
+        ("我认为自性本来清净。", False),
+    ],
+)
+def test_4_a_citation_names_a_text_and_its_chapter_or_fascicle(speech, cited):
+    assert bool(duel_citations(speech)) is cited
+
+
+async def test_4_an_uncited_speech_is_warned_about():
+    def speech(call):
+        _, n, slug = call.key.split(":")
+        body = "依《六祖坛经·般若品》立论。" if slug == "huineng" else "念佛最稳当，不必多说。"
+        return f"{body}\n立场变化：无\n小结：{slug}-{n}"
+
+    fake = FakeLLM().reply("duel:close", "收束。\n小结：收束").reply("duel:*", speech)
+    spec = duel_spec(seats=(HUINENG, YINGUANG))
+    spec.options.rounds = 1
+    run = await debate(spec, fake)
+    uncited = [w for w in run.sink.events if getattr(w, "code", "") == "uncited"]
+    assert len(uncited) == 1 and "印光大师" in uncited[0].text
+    assert run.turns()["duel:1:yinguang"].data["citations"] == 0
+    assert run.turns()["duel:1:huineng"].data["citations"] == 1
+
+
+# -- 19. parsing what small models write -------------------------------------------------------------------
+
+
+def test_19_the_last_state_named_is_the_position_change():
+    from debates.engine.duel import position_moved
+
+    assert position_moved("正文……\n立场变化：从无转向松动") is True
+    assert position_moved("立场变化：从松动回到无") is False
+    assert position_moved("立场变化：无，仍坚持无念") is False
+    assert position_moved("立场变化：转向") is True
+
+
+def test_19_a_confidence_on_the_thesis_line_is_read():
+    from debates.engine.roundtable import parse_r1
+
+    _, data = parse_r1("核心论点：先小范围试点（置信度：低）\n论据：\n1. 成本。\n2. 风险。\n小结：先试点。")
+    assert data["confidence"] == "low" and data["confidence_stated"]
+
+
+def test_19_a_stray_conclusion_line_does_not_replace_the_speakers_summary():
+    text = "正文：……\n立场变化：无\n小结：我的本轮立场是先念佛。\n总结：以上就是我这一轮的全部发言。"
+    assert summary_of(text, 80) == "我的本轮立场是先念佛。"
+
+
+def test_19_a_host_heading_is_never_its_summary():
+    host = "## 双方主张\n慧能重自性，印光重信愿。\n## 共识（双方都认可的）\n都重视当下用功。"
+    summary = summary_of(host, 80)
+    assert summary and "双方主张" not in summary and not re.match(r"^共识", summary), summary
+
+
+def test_19_field_value_still_reads_the_last_labelled_line():
+    assert field_value("小结：甲\n小结：乙", ("小结",)) == "乙"
