@@ -256,7 +256,7 @@ def token_growth(fake: FakeProcess, reply_tokens: int) -> dict:
         "counted_against_cap": ledger.get("counted_against_cap"),
         "total": ledger.get("total"),
         "token_cap": data.get("token_cap"),
-        "stopped_by_cap_after_round": data.get("stopped_by_cap_after_round"),
+        "stopped_by_cap_in_round": data.get("stopped_by_cap_in_round"),
     }
     return {"reply_tokens": reply_tokens, "duel": duels, "panel": panel}
 

@@ -19,10 +19,13 @@ class LedgerEntry:
 
 class Ledger:
     """Sums per turn. `cap` (tokens) makes `exceeded` true once spending passes it; the turns that
-    are exempt (the panel's baseline measurement) are charged but do not count against the cap."""
+    are exempt (the panel's baseline measurement) are charged but do not count against the cap.
+    `reserve` is the part of the cap kept for the turns that must run whatever happens (a
+    verdict): the others may start only while the counted spending leaves it untouched."""
 
     def __init__(self, cap: int | None = None) -> None:
         self.cap = cap
+        self.reserve = 0
         self.entries: dict[str, LedgerEntry] = {}
         self.exempt: set[str] = set()
 
@@ -63,12 +66,18 @@ class Ledger:
     def exceeded(self) -> bool:
         return self.cap is not None and self.counted > self.cap
 
+    @property
+    def spent_for_rounds(self) -> bool:
+        """True once the turns that are not reserved may no longer start."""
+        return self.cap is not None and self.counted + self.reserve >= self.cap
+
     def as_dict(self) -> dict:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total": self.total,
             "cap": self.cap,
+            "reserve": self.reserve,
             "counted_against_cap": self.counted,
             "estimated": self.estimated,
             "turns": {

@@ -212,9 +212,9 @@ async def _run(ctx: DebateContext) -> str:
                 ctx, speaker, participants, history, round_no, rounds, round_name, mode, max_chars, report
             )
             history.append(result)
-            if ctx.ledger.exceeded:
+            if ctx.ledger.spent_for_rounds:
                 break
-        if ctx.ledger.exceeded:
+        if ctx.ledger.spent_for_rounds:
             budget_stop = True
             await ctx.warn(
                 "token_budget",

@@ -7,6 +7,7 @@ with the others' raw R1 → aggregate marking blind spots → R3 defence/revisio
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from debates.engine import citations
@@ -15,11 +16,12 @@ from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
-from debates.engine.text import bullet_items, clip, field_value, first_sentence, topic_slug
-from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
+from debates.engine.text import bullet_items, clip, field_value, first_sentence, normalise, topic_slug
+from debates.engine.turns import CapReached, DebateAborted, DebateContext, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 60
 VERDICT_LIMIT = 1200
+VERDICT_RESERVE_FACTOR = 2  # the verdict's prompt and answer, each about one answer's allowance
 CAP_MULTIPLIERS = {"light": 4.3, "standard": 4.5, "deep": 5.0}
 ROUNDS = 4
 TYPES = {"investment": "投资决策型", "choice": "选择决策型", "truth": "认知求真型"}  # as the prompts name them
@@ -44,6 +46,14 @@ FIVE_PARTS = (
     "沉默声明：有反驳写“无”；没有任何反驳写“本轮沉默”\n"
     f"小结：白话一句，坚持/松动/转向了什么、因为什么（不超过 {SUMMARY_LIMIT} 字）"
 )
+# R4's own form (the seed's two parts), with the summary line the evolution table reads.
+CLOSING_PARTS = (
+    "按两段输出，每段单独成行起头：\n"
+    "检验交锋：逐条回应你的开放战线，每条用【引用 角色名·R3】“原话”引用（只引用 R3），不开新战线\n"
+    "终辩声明：你的终态立场，以及让步清单（你在哪几点上让了步）\n"
+    f"小结：白话一句（不超过 {SUMMARY_LIMIT} 字）"
+)
+CLOSING_LABELS = (("检验交锋", "defence"), ("终辩声明", "final statement"))
 
 
 @dataclass
@@ -57,7 +67,8 @@ class PanelState:
     silent: set[str] = field(default_factory=set)
     blind_spots: str = ""
     fronts: dict[str, list[str]] = field(default_factory=dict)
-    stopped_by_cap: int | None = None  # the round after which the cap stopped the run
+    front_authors: dict[str, set[str]] = field(default_factory=dict)  # role → who opened its fronts
+    stopped_by_cap: int | None = None  # the round in which the cap stopped the run
 
     def aliases(self) -> dict[str, str]:
         names = {}
@@ -75,57 +86,107 @@ def _host_plan(ctx: DebateContext, st: PanelState, key: str, task: str, material
     return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=kw.pop("round_no", 0), **kw)
 
 
+ADMISSION_TASK = (
+    "入场审查：判断命题类型（投资决策型 / 选择决策型 / 认知求真型 / 不适合），以及是否可证伪。"
+    "不可证伪的陈述、纯历史回顾、空泛的泛论、已形成强共识的命题都不适合。"
+)
+ADMISSION_FORM = "四行：\n类型：…\n可证伪：是 / 否\n理由：一句话\n话题标识：3–6 个英文小写单词，用连字符连接"
+
+
+@dataclass
+class Admission:
+    kind: str  # investment | choice | truth, or "" when the answer names none
+    unsuitable: bool
+    falsifiable: bool | None  # None: the answer did not say
+    reason: str
+    slug: str
+
+    @classmethod
+    def read(cls, answer: str) -> Admission:
+        kind_text = field_value(answer, ("类型", "type")).lower()
+        falsifiable = field_value(answer, ("可证伪", "falsifiable")).lower()
+        return cls(
+            kind=next((k for k, words in TYPE_WORDS.items() if any(w in kind_text for w in words)), ""),
+            unsuitable="不适合" in kind_text or "unsuitable" in kind_text,
+            falsifiable=True
+            if falsifiable.startswith(("是", "yes", "可"))
+            else False
+            if falsifiable.startswith(("否", "no", "不"))
+            else None,
+            reason=field_value(answer, ("理由", "reason")) or first_sentence(answer),
+            slug=field_value(answer, ("话题标识", "topic slug", "slug")),
+        )
+
+    def readable(self, stated_kind: str) -> bool:
+        return self.falsifiable is not None and bool(self.unsuitable or self.kind or stated_kind)
+
+
 async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
-    """Admission: one of three proposition types, and falsifiable. Refuse with the reason."""
+    """Admission: one of three proposition types, and falsifiable. An answer that says neither is
+    asked for once more; a second unreadable answer refuses the run, as does a refusal."""
     question = ctx.spec.question.strip()
     if len(question) < 6:
         raise DebateAborted(
             text(gettext_noop("The proposition is too short to judge its type and whether it can be falsified.")),
             outcome="refused",
         )
-    result = await ctx.turn(
-        _host_plan(
-            ctx,
-            st,
-            "host:admission",
-            "入场审查：判断命题类型（投资决策型 / 选择决策型 / 认知求真型 / 不适合），以及是否可证伪。"
-            "不可证伪的陈述、纯历史回顾、空泛的泛论、已形成强共识的命题都不适合。",
-            "",
-            "四行：\n类型：…\n可证伪：是 / 否\n理由：一句话\n话题标识：3–6 个英文小写单词，用连字符连接",
-            exempt=True,
+    stated = ctx.options.proposition_type
+    result = await ctx.turn(_host_plan(ctx, st, "host:admission", ADMISSION_TASK, "", ADMISSION_FORM, exempt=True))
+    admission = Admission.read(result.text)
+    if not admission.readable(stated):
+        again = await ctx.turn(
+            _host_plan(
+                ctx,
+                st,
+                "host:admission-again",
+                ADMISSION_TASK + "上一次的回答没有按四行格式写出类型与是否可证伪，请严格按格式重答。",
+                f"## 上一次的回答\n{clip(result.text, 600)}",
+                ADMISSION_FORM,
+                exempt=True,
+            )
         )
-    )
-    kind_text = field_value(result.text, ("类型", "type"))
-    falsifiable = field_value(result.text, ("可证伪", "falsifiable"))
-    reason = field_value(result.text, ("理由", "reason")) or first_sentence(result.text)
-    kind = ctx.options.proposition_type or next(
-        (k for k, words in TYPE_WORDS.items() if any(w in kind_text.lower() for w in words)), ""
-    )
-    refused_type = "不适合" in kind_text or "unsuitable" in kind_text.lower()
-    not_falsifiable = falsifiable.lower().startswith(("否", "no", "不"))
-    if (refused_type and not ctx.options.proposition_type) or not_falsifiable:
+        admission = Admission.read(again.text)
+        if not admission.readable(stated):
+            raise DebateAborted(
+                text(
+                    gettext_noop(
+                        "Admission could not be judged: asked twice, the host named no proposition type or did not "
+                        "say whether it can be falsified (last answer: %(answer)s). Start again, stating the type."
+                    ),
+                    answer=verbatim(clip(again.text, 160)),
+                ),
+                outcome="refused",
+            )
+    if (admission.unsuitable and not stated) or admission.falsifiable is False:
         raise DebateAborted(
             text(
-                gettext_noop("The proposition did not pass admission: %(reason)s"), reason=verbatim(clip(reason, 200))
+                gettext_noop("The proposition did not pass admission: %(reason)s"),
+                reason=verbatim(clip(admission.reason, 200)),
             ),
             outcome="refused",
         )
-    if not kind:
-        kind = "choice"
-        await ctx.warn(
-            "admission_unclear", gettext_noop("Admission could not tell the proposition's type: treated as a choice.")
+    st.kind = stated or admission.kind
+    if st.kind == "investment" and not ctx.facts:
+        # The seed: research failing for an investment decision is a hard stop, not a warning.
+        raise DebateAborted(
+            text(
+                gettext_noop(
+                    "An investment decision is not debated without evidence: add the material (figures, filings, "
+                    "prices) in the Evidence field and start again."
+                )
+            ),
+            outcome="refused",
         )
-    st.kind = kind
-    report.data["proposition_type"] = kind
-    report.data["topic_slug"] = topic_slug(
-        field_value(result.text, ("话题标识", "topic slug", "slug")), ctx.spec.question, ("panel", "debate")
-    )
+    report.data["proposition_type"] = st.kind
+    report.data["topic_slug"] = topic_slug(admission.slug, ctx.spec.question, ("panel", "debate"))
 
 
 async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
-    """The cap is a multiple of a single strong-prompt baseline: the prompt that would ask one
-    model for the whole five-role analysis (its prompt tokens measured by the server with a
-    one-token call) plus the output that prompt would be allowed (every speech of every round)."""
+    """The seed's cap is a multiple of one strong prompt's cost: the prompt that would ask a single
+    model for the whole five-role analysis (its prompt tokens P, measured by the server with a
+    one-token call) plus the one answer it would get (A: one speech's allowance per perspective,
+    not the twenty speeches of the rounds). Part of the cap is kept for the verdict, so a run
+    stopped by the cap still reports."""
     budget = ctx.options.research_budget or "standard"
     multiplier = CAP_MULTIPLIERS.get(budget, CAP_MULTIPLIERS["standard"])
     frames = "\n\n".join(f"### {r.name}\n{r.text}" for r in st.roles)
@@ -141,37 +202,135 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
             max_tokens=1,
         )
     )
-    allowance = len(st.roles) * ROUNDS * ctx.max_tokens("speech")
-    baseline_tokens = baseline.prompt_tokens + allowance
+    answer = len(st.roles) * ctx.max_tokens("speech")
+    baseline_tokens = baseline.prompt_tokens + answer
     cap = ctx.options.token_budget or int(baseline_tokens * multiplier)
     await ctx.plan(cap=cap)
+    # The verdict's prompt is bounded (final speeches clipped) and so is its answer.
+    ctx.ledger.reserve = min(cap, VERDICT_RESERVE_FACTOR * ctx.max_tokens("verdict"))
     report.data["token_cap"] = {
         "research_budget": budget,
         "multiplier": multiplier,
+        "prompt_tokens": baseline.prompt_tokens,
+        "answer_tokens": answer,
         "baseline_tokens": baseline_tokens,
         "cap": cap,
+        "verdict_reserve": ctx.ledger.reserve,
+        "explicit": bool(ctx.options.token_budget),
     }
 
 
-async def _align_concepts(ctx: DebateContext, st: PanelState) -> None:
-    result = await ctx.turn(
-        _host_plan(
-            ctx,
-            st,
-            "host:concepts",
-            "概念对齐：从议题与材料中提炼 3–5 个核心概念，各给一个统一定义（口径边界）。",
-            "",
-            "每行一个：- 概念：定义",
-            round_no=0,
+def _cap_formula(ctx: DebateContext, report: ReportBuilder) -> str:
+    t, cap = ctx.translate, report.data.get("token_cap")
+    if not cap:
+        return ""
+    if cap["explicit"]:
+        line = t(gettext_noop("Token cap: %(cap)d, set for this debate.")) % cap
+    else:
+        line = (
+            t(
+                gettext_noop(
+                    "Token cap: %(multiplier)s × (P %(prompt_tokens)d + A %(answer_tokens)d) = %(cap)d, where P is "
+                    "the prompt tokens of one strong prompt asking for the whole analysis and A the allowance of its "
+                    "one answer (one speech per perspective)."
+                )
+            )
+            % cap
         )
+    reserve = (
+        t(
+            gettext_noop(
+                "%(verdict_reserve)d of it are kept for the verdict; admission and the baseline "
+                "measurement do not count."
+            )
+        )
+        % cap
     )
-    items = bullet_items(result.text, 5) or [line.strip() for line in result.text.splitlines() if "：" in line][:5]
-    st.concepts = [clip(item, 160) for item in items]
-    if len(st.concepts) < 3:
+    return f"{line} {reserve}"
+
+
+# A line that defines a term: "- 远程办公：每周四天以上…", "**Output**: features shipped…".
+_DEFINITION_LINE = re.compile(
+    r"^[\s>*\-•·\d.、)）]*(?:\*\*|「|“)?(?P<term>[^：:\n*」”]{1,24}?)(?:\*\*|」|”)?\s*[：:]\s*(?P<def>\S.{3,})$",
+    re.MULTILINE,
+)
+# A sentence that defines one: "协作成本是指…", "Output means…".
+_DEFINING_SENTENCE = re.compile(
+    r"(?:^|[。；;.\n]\s*)(?P<term>[^。；;.\n，,]{1,24}?)\s*"
+    r"(?:是指|指的是|定义为|界定为| means | is defined as | refers to )(?P<def>[^。；;\n]{4,})",
+)
+# Labels of material, not concepts.
+_NOT_TERMS = {"材料", "来源", "数据", "证据", "注", "备注", "链接", "日期", "出处"}
+_NOT_TERMS |= {"source", "note", "evidence", "url", "date", "link"}
+
+
+def concepts_from_evidence(evidence: str) -> list[str]:
+    """Up to five "term：definition" lines taken from the evidence as written (no model call: the
+    seed has the host read them off the evidence pack)."""
+    found: dict[str, str] = {}
+    for pattern in (_DEFINITION_LINE, _DEFINING_SENTENCE):
+        for match in pattern.finditer(evidence):
+            term = match.group("term").strip(" *「」“”\"'")
+            if term and term.lower() not in _NOT_TERMS and term.lower() not in found:
+                found[term.lower()] = f"{term}：{clip(match.group('def').strip(), 140)}"
+    return list(found.values())[:5]
+
+
+def concept_terms(concepts: list[str]) -> list[str]:
+    return [re.split(r"[：:]", c, maxsplit=1)[0].strip() for c in concepts]
+
+
+async def _align_concepts(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """3–5 terms with one definition each, read off the evidence when there is some, asked of the
+    host (once) when there is none. Fewer than three fails the step: the roles then use words in
+    their usual sense, and the report says so."""
+    if ctx.facts:
+        concepts, source = concepts_from_evidence(ctx.facts), "evidence"
+    else:
+        result = await ctx.turn(
+            _host_plan(
+                ctx,
+                st,
+                "host:concepts",
+                "概念对齐：从议题中提炼 3–5 个核心概念，各给一个统一定义（口径边界）。",
+                "",
+                "每行一个：- 概念：定义",
+                round_no=0,
+            )
+        )
+        items = bullet_items(result.text, 5) or [ln.strip() for ln in result.text.splitlines() if "：" in ln]
+        concepts, source = [clip(item, 160) for item in items[:5]], "host"
+    report.data["concepts_source"] = source
+    if len(concepts) < 3:
         await ctx.warn(
-            "concepts_few",
-            gettext_noop("Concept alignment gave %(count)d terms (3–5 are asked)."),
-            count=len(st.concepts),
+            "concepts_failed",
+            gettext_noop(
+                "Concept alignment failed: %(count)d defined terms found (3–5 are needed); the roles use words in "
+                "their usual sense."
+            ),
+            count=len(concepts),
+        )
+        concepts = []
+    st.concepts = concepts
+
+
+async def _check_concept_use(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """The seed's check at aggregate #1: did each R1 speech argue with the aligned terms?"""
+    terms = concept_terms(st.concepts)
+    if not terms:
+        return
+    use = {}
+    for role in st.roles:
+        speech = normalise(st.speeches.get((role.slug, 1), ""))
+        use[role.slug] = [t for t in terms if normalise(t) in speech]
+    report.data["concept_use"] = use
+    unused = [r.name for r in st.roles if (r.slug, 1) in st.speeches and not use[r.slug]]
+    if unused:
+        await ctx.warn(
+            "concepts_unused",
+            gettext_noop("%(roles)s used none of the aligned terms (%(terms)s) in R1."),
+            roles=verbatim("、".join(unused)),
+            terms=verbatim("、".join(terms)),
         )
 
 
@@ -206,9 +365,9 @@ def _role_plan(
             "概念一律使用下列统一定义：\n" + concept_block if concept_block else "概念按通常含义使用。",
         ],
         material=material,
-        output=FIVE_PARTS,
+        output=CLOSING_PARTS if round_no == 4 else FIVE_PARTS,
         others=[r.name for r in st.roles if r.slug != role.slug],
-        postprocess=_speech_postprocess,
+        postprocess=_closing_postprocess(st, role) if round_no == 4 else _speech_postprocess,
     )
 
 
@@ -224,21 +383,21 @@ def _raw(st: PanelState, round_no: int, exclude: str | None = None, only: str | 
 
 
 async def _round(ctx: DebateContext, st: PanelState, round_no: int, plans: list[TurnPlan]) -> None:
-    for result in await ctx.parallel(plans):
+    try:
+        results = await ctx.parallel(plans)
+    except CapReached as stop:
+        results, st.stopped_by_cap = stop.done, round_no
+    for result in results:
         st.speeches[(result.speaker.slug, round_no)] = result.text
         st.results[(result.speaker.slug, round_no)] = result
         if round_no >= 2 and result.data.get("silent"):
             st.silent.add(result.speaker.slug)
+    if st.stopped_by_cap is not None:
+        raise CapReached(f"r{round_no}", results)
 
 
 def _active(st: PanelState) -> list[PersonaSpec]:
     return [r for r in st.roles if r.slug not in st.silent]
-
-
-def _over_cap(ctx: DebateContext, st: PanelState, after_round: int) -> bool:
-    if ctx.ledger.exceeded and st.stopped_by_cap is None:
-        st.stopped_by_cap = after_round
-    return st.stopped_by_cap is not None
 
 
 def open_fronts(st: PanelState) -> dict[str, list[str]]:
@@ -246,6 +405,7 @@ def open_fronts(st: PanelState) -> dict[str, list[str]]:
     lines that cite it or name it."""
     aliases = st.aliases()
     fronts: dict[str, list[str]] = {r.slug: [] for r in st.roles}
+    st.front_authors = {r.slug: set() for r in st.roles}
     for author in st.roles:
         text = st.speeches.get((author.slug, 3))
         if not text:
@@ -257,7 +417,67 @@ def open_fronts(st: PanelState) -> dict[str, list[str]]:
             for role in st.roles:
                 if role.slug != author.slug and (role.slug in touched or role.name in line):
                     fronts[role.slug].append(f"{author.name}：{clip(line.strip(), 200)}")
+                    st.front_authors[role.slug].add(author.slug)
     return fronts
+
+
+def _closing_postprocess(st: PanelState, role: PersonaSpec):
+    """R4 is checked by form: both parts present, quotes from R3 only, and nobody answered who did
+    not open a front against this role (a new front)."""
+    aliases = st.aliases()
+
+    def check(text: str) -> tuple[str, dict]:
+        defence = field_value(text, CLOSING_LABELS[0], multiline=True)
+        statement = field_value(text, CLOSING_LABELS[1], multiline=True)
+        quoted = citations.find_citations(text)
+        allowed = st.front_authors.get(role.slug, set())
+        new_fronts = sorted(
+            {c.speaker for c in quoted if aliases.get(c.speaker.lower()) not in allowed | {role.slug}}
+            | {r.name for r in st.roles if r.slug not in allowed | {role.slug} and r.name in defence}
+        )
+        return text, {
+            "position": clip(first_sentence(statement) or first_sentence(text), 200),
+            "silent": False,
+            "citations": len(quoted),
+            "missing_parts": [zh for zh, en in CLOSING_LABELS if not field_value(text, (zh, en))],
+            "other_rounds": sorted({f"{c.speaker}·R{c.round}" for c in quoted if c.round != 3}),
+            "new_fronts": new_fronts,
+        }
+
+    return check
+
+
+async def _flag_closings(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    flags = {}
+    for role in st.roles:
+        result = st.results.get((role.slug, 4))
+        if result is None:
+            continue
+        data = result.data
+        if data.get("missing_parts"):
+            await ctx.warn(
+                "r4_form",
+                gettext_noop("%(speaker)s's closing lacks: %(parts)s."),
+                speaker=role.name,
+                parts=verbatim("、".join(data["missing_parts"])),
+            )
+        if data.get("other_rounds"):
+            await ctx.warn(
+                "r4_other_rounds",
+                gettext_noop("%(speaker)s's closing quotes beyond R3: %(quotes)s."),
+                speaker=role.name,
+                quotes=verbatim("、".join(data["other_rounds"])),
+            )
+        if data.get("new_fronts"):
+            await ctx.warn(
+                "r4_new_front",
+                gettext_noop("%(speaker)s's closing opens a new front against %(names)s (R4 may not)."),
+                speaker=role.name,
+                names=verbatim("、".join(data["new_fronts"])),
+            )
+        flags[role.slug] = {k: data.get(k, []) for k in ("missing_parts", "other_rounds", "new_fronts")}
+    if flags:
+        report.data["closing_checks"] = flags
 
 
 ROUNDS_TEXT = {
@@ -348,35 +568,54 @@ async def _run(ctx: DebateContext) -> str:
     if not ctx.facts:
         await ctx.warn("no_evidence", NO_EVIDENCE)
     await _measure_cap(ctx, st, report)
-    await ctx.phase(0, "concepts", gettext_noop("Concept alignment"))
-    await _align_concepts(ctx, st)
-
-    await _speak(ctx, st, 1, roles)
-    if not _over_cap(ctx, st, 1):
-        await _speak(ctx, st, 2, _active(st))
-    if not _over_cap(ctx, st, 2):
-        await _mark_blind_spots(ctx, st)
-        await _speak(ctx, st, 3, _active(st))
-    if not _over_cap(ctx, st, 3):
-        st.fronts = open_fronts(st)
-        report.data["open_fronts"] = {k: len(v) for k, v in st.fronts.items()}
-        closing = [r for r in _active(st) if st.fronts.get(r.slug)]
-        if closing:
-            await _speak(ctx, st, 4, closing)
-        else:
-            await ctx.warn("r4_skipped", gettext_noop("No role has an open front: R4 is skipped."))
-    if st.stopped_by_cap is not None:
+    try:
+        await _rounds(ctx, st, report)
+    except CapReached as stop:
+        st.stopped_by_cap = st.stopped_by_cap or _round_of(stop.key)
         await ctx.warn(
             "token_cap",
-            gettext_noop("The token cap of %(cap)d was passed: the run stopped after R%(round)d."),
+            gettext_noop("The token cap of %(cap)d left no room for %(turn)s: the run stopped in R%(round)d."),
             cap=ctx.ledger.cap,
+            turn=verbatim(stop.key),
             round=st.stopped_by_cap,
         )
-        report.data["stopped_by_cap_after_round"] = st.stopped_by_cap
+        report.data["stopped_by_cap_in_round"] = st.stopped_by_cap
+    await _flag_closings(ctx, st, report)
 
     checks = _check_citations(st)
     await _write_report(ctx, st, report, checks)
     return "done"
+
+
+async def _rounds(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """Concept alignment, then R1 to R4; the token cap may stop them before any turn (`CapReached`)."""
+    await ctx.phase(0, "concepts", gettext_noop("Concept alignment"))
+    try:
+        await _align_concepts(ctx, st, report)
+    except CapReached:
+        st.stopped_by_cap = 1
+        raise
+    await _speak(ctx, st, 1, st.roles)
+    await _check_concept_use(ctx, st, report)
+    await _speak(ctx, st, 2, _active(st))
+    try:
+        await _mark_blind_spots(ctx, st)
+    except CapReached:
+        st.stopped_by_cap = 3
+        raise
+    await _speak(ctx, st, 3, _active(st))
+    st.fronts = open_fronts(st)
+    report.data["open_fronts"] = {k: len(v) for k, v in st.fronts.items()}
+    closing = [r for r in _active(st) if st.fronts.get(r.slug)]
+    if closing:
+        await _speak(ctx, st, 4, closing)
+    else:
+        await ctx.warn("r4_skipped", gettext_noop("No role has an open front: R4 is skipped."))
+
+
+def _round_of(key: str) -> int:
+    match = re.match(r"r(\d+)", key)
+    return int(match.group(1)) if match else 0
 
 
 def _check_citations(st: PanelState) -> list[citations.CitationCheck]:
@@ -419,6 +658,8 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
         review.append(f"- {t(NO_EVIDENCE)}")
     if ctx.ledger.estimated:
         review.append("- " + t(gettext_noop("Some token counts are estimates (the server reported no usage).")))
+    if formula := _cap_formula(ctx, report):
+        review.append(f"- {formula}")
     report.data["citation_check"] = [
         {
             "citing": c.citing,
@@ -439,31 +680,11 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
             count=len(bad),
         )
 
-    if st.stopped_by_cap is None:
+    if st.speeches:
         await ctx.phase(0, "verdict", gettext_noop("Verdict"))
-        verdict = await ctx.turn(
-            _host_plan(
-                ctx,
-                st,
-                "host:verdict",
-                "撰写摘要版裁决书（面向普通读者，禁止术语黑话，不超过 1200 字）。",
-                f"## 立场演化\n{evolution_table(st)}\n\n## 各方最终发言\n" + _final_speeches(st),
-                "依次四节：\n## 辩论精华（2–3 条穿透性引文）\n## 三区（共识区 / 分歧区 / 未决区）\n## 综合判断\n"
-                f"## 结论产出（{_conclusion_kind(st.kind)}）",
-                kind="verdict",
-                round_no=0,  # after the rounds, in none of them
-            )
-        )
-        verdict_text = clip(verdict.text, VERDICT_LIMIT)
+        verdict_text = await _verdict(ctx, st)
     else:
-        verdict_text = clip(
-            ctx.translate(
-                gettext_noop("The token cap was reached: the host wrote no verdict. Each role's last summary:")
-            )
-            + "\n"
-            + "\n".join(f"- {r.name}: {_last_summary(st, r)}" for r in st.roles),
-            VERDICT_LIMIT,
-        )
+        verdict_text = t(gettext_noop("The token cap left no room for any speech: there is nothing to judge."))
     report.data["verdict"] = verdict_text
     t = ctx.translate
     report.section("verdict", gettext_noop("Verdict"), verdict_text)
@@ -480,15 +701,100 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
     await report.emit(verdict_heading=gettext_noop("Panel"))
 
 
+VERDICT_PARTS = (
+    ("辩论精华", ("highlights", "highlight")),
+    ("三区", ("three zones", "zones")),
+    ("综合判断", ("overall judgement", "overall judgment", "judgement", "judgment")),
+    ("结论产出", ("conclusion",)),
+)
+_HEADING = re.compile(r"^[ \t]*(?:#+|\*\*|【)?\s*(?P<name>[^\n]{1,40})$", re.MULTILINE)
+
+
+def _part_of(line: str) -> str | None:
+    line = line.strip("*#【】 ").lower()
+    return next((zh for zh, en in VERDICT_PARTS if line.startswith((zh, *en))), None)
+
+
+def verdict_parts(verdict: str) -> list[tuple[str, str, str]]:
+    """The parts found, as (part, heading line, body) in the order written. A heading is a short line
+    (or a Markdown heading) that starts with a part's name: "## 三区（…）", "**Highlights**"."""
+    heads = [(m, part) for m in _HEADING.finditer(verdict) if (part := _part_of(m.group("name")))]
+    parts = []
+    for i, (match, part) in enumerate(heads):
+        end = heads[i + 1][0].start() if i + 1 < len(heads) else len(verdict)
+        parts.append((part, match.group(0).strip(), verdict[match.end() : end].strip()))
+    return parts
+
+
+def verdict_missing(verdict: str) -> list[str]:
+    found = {part for part, _, _ in verdict_parts(verdict)}
+    return [zh for zh, _ in VERDICT_PARTS if zh not in found]
+
+
+def fit_verdict(verdict: str, limit: int = VERDICT_LIMIT) -> str:
+    """Shorten each part in proportion, so every heading and the start of every part survive."""
+    parts = verdict_parts(verdict)
+    if not parts:
+        return clip(verdict, limit)
+    heads = sum(len(head) + 3 for _, head, _ in parts)
+    room = max(len(parts) * 20, limit - heads)
+    total = sum(len(body) for _, _, body in parts) or 1
+    return clip(
+        "\n\n".join(f"{head}\n{clip(body, max(20, room * len(body) // total))}" for _, head, body in parts),
+        limit,
+    )
+
+
+async def _verdict(ctx: DebateContext, st: PanelState) -> str:
+    """The verdict within 1200 characters with its four parts: a draft that misses either is sent
+    back once with its count; a second draft still too long is shortened part by part, never by
+    cutting its end (where the conclusion is)."""
+    form = (
+        "依次四节：\n## 辩论精华（2–3 条穿透性引文）\n## 三区（共识区 / 分歧区 / 未决区）\n## 综合判断\n"
+        f"## 结论产出（{_conclusion_kind(st.kind)}）"
+    )
+    task = f"撰写摘要版裁决书（面向普通读者，禁止术语黑话，不超过 {VERDICT_LIMIT} 字）。"
+    material = f"## 立场演化\n{evolution_table(st)}\n\n## 各方最终发言\n" + _final_speeches(st)
+    draft = (await ctx.turn(_host_plan(ctx, st, "host:verdict", task, material, form, kind="verdict"))).text
+    missing = verdict_missing(draft)
+    if len(draft) > VERDICT_LIMIT or missing:
+        problems = []
+        if len(draft) > VERDICT_LIMIT:
+            problems.append(f"上一稿 {len(draft)} 字，超出 {VERDICT_LIMIT} 字上限，请压缩到 {VERDICT_LIMIT} 字以内")
+        if missing:
+            problems.append("上一稿缺少：" + "、".join(missing))
+        again = await ctx.turn(
+            _host_plan(
+                ctx,
+                st,
+                "host:verdict-again",
+                task + "；".join(problems) + "。保留结论，改写全文。",
+                f"## 上一稿\n{draft}",
+                form,
+                kind="verdict",
+            )
+        )
+        draft = again.text
+    missing = verdict_missing(draft)
+    if missing:
+        await ctx.warn(
+            "verdict_parts", gettext_noop("The verdict lacks: %(parts)s."), parts=verbatim("、".join(missing))
+        )
+    if len(draft) > VERDICT_LIMIT:
+        await ctx.warn(
+            "verdict_long",
+            gettext_noop(
+                "The verdict was still %(count)d characters when asked again: each part was shortened to fit %(limit)d."
+            ),
+            count=len(draft),
+            limit=VERDICT_LIMIT,
+        )
+        draft = fit_verdict(draft)
+    return draft
+
+
 def _conclusion_kind(kind: str) -> str:
     return {"investment": "行动建议", "choice": "结论与适用边界", "truth": "采纳边界与验证跟踪"}.get(kind, "结论")
-
-
-def _last_summary(st: PanelState, role: PersonaSpec) -> str:
-    for r in (4, 3, 2, 1):
-        if (role.slug, r) in st.results:
-            return st.results[(role.slug, r)].summary
-    return "—"
 
 
 def _final_speeches(st: PanelState) -> str:

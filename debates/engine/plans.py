@@ -51,6 +51,7 @@ def plan(
         client=ctx.seat_client(speaker.slug),
         postprocess=postprocess,
         exempt_from_cap=exempt,
+        reserved=kind == "verdict",
     )
 
 

@@ -70,6 +70,16 @@ class DebateAborted(Exception):
         self.outcome = outcome
 
 
+class CapReached(Exception):
+    """A turn was not started: the token cap has no room left for it. `done` holds the turns of
+    the same parallel round that did run."""
+
+    def __init__(self, key: str, done: list[TurnResult] | None = None):
+        super().__init__(key)
+        self.key = key
+        self.done = done or []
+
+
 @dataclass
 class TurnPlan:
     key: str
@@ -83,6 +93,7 @@ class TurnPlan:
     client: str | None = None
     postprocess: PostProcess | None = None
     exempt_from_cap: bool = False
+    reserved: bool = False  # runs even when the cap is spent (a verdict: the report needs it)
     extra: dict[str, Any] | None = None  # request-body additions (a local server's grammar)
 
 
@@ -187,9 +198,12 @@ class DebateContext:
         """
         outcomes = await asyncio.gather(*(self.turn(p) for p in plans), return_exceptions=True)
         for outcome in outcomes:
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, CapReached):
                 raise outcome
-        return list(outcomes)
+        done = [o for o in outcomes if not isinstance(o, BaseException)]
+        if len(done) < len(outcomes):
+            raise CapReached(next(o.key for o in outcomes if isinstance(o, CapReached)), done)
+        return done
 
     async def _replay(self, plan: TurnPlan, done: CompletedTurn) -> TurnResult:
         self.ledger.charge(plan.key, done.prompt_tokens, done.completion_tokens, exempt=plan.exempt_from_cap)
@@ -222,6 +236,11 @@ class DebateContext:
     async def _call(self, plan: TurnPlan) -> TurnResult:
         client = self.client_for(plan.client)
         async with client.limiter:
+            # Checked once the turn has its slot: turns queued behind a one-at-a-time server are
+            # checked when they would start, not when the round was planned.
+            if self.ledger.spent_for_rounds and not (plan.exempt_from_cap or plan.reserved):
+                self.order.remove(plan.key)
+                raise CapReached(plan.key)
             await self.emit(
                 ev.TurnStarted(
                     plan.key,

@@ -21,14 +21,21 @@ from .conftest import HUINENG, YINGUANG, debate, duel_spec, moderated_spec, pane
 # -- overlap --------------------------------------------------------------------------------------
 
 
+SHORT_R1 = {(slug, 1): "立场：一句短话。\n小结：短。" for slug in test_panel.ALL}
+
+
 def slow_panel(concurrency: int) -> FakeLLM:
     """Every reply streams in 10 ms steps; R1 replies are short so the round's timing is theirs."""
-    short = {(slug, 1): "立场：一句短话。\n小结：短。" for slug in test_panel.ALL}
-    return test_panel.panel_fake(speeches=short, delay=0.01, chunk=8, concurrency=concurrency)
+    return test_panel.panel_fake(speeches=SHORT_R1, delay=0.01, chunk=8, concurrency=concurrency)
+
+
+async def through_r1():
+    """A panel whose cap ends it after R1."""
+    return panel_spec(token_budget=await test_panel.budget_through(1, SHORT_R1))
 
 
 async def test_panel_r1_calls_overlap_in_time():
-    run = await debate(panel_spec(token_budget=1), slow_panel(concurrency=5))  # the cap stops after R1
+    run = await debate(await through_r1(), slow_panel(concurrency=5))  # the cap stops after R1
 
     r1 = run.calls_for("r1:*")
     assert len(r1) == 5
@@ -38,7 +45,7 @@ async def test_panel_r1_calls_overlap_in_time():
 
 
 async def test_one_at_a_time_provider_never_overlaps():
-    run = await debate(panel_spec(token_budget=1), slow_panel(concurrency=1))
+    run = await debate(await through_r1(), slow_panel(concurrency=1))
 
     r1 = run.calls_for("r1:*")
     assert len(r1) == 5
@@ -49,7 +56,7 @@ async def test_one_at_a_time_provider_never_overlaps():
 
 
 async def test_concurrency_between_one_and_five_bounds_the_overlap():
-    run = await debate(panel_spec(token_budget=1), slow_panel(concurrency=2))
+    run = await debate(await through_r1(), slow_panel(concurrency=2))
     assert max_overlap(run.calls_for("r1:*")) == 2
 
 

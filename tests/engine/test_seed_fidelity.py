@@ -7,12 +7,18 @@ import re
 
 import pytest
 
+from debates.engine import events as ev
+from debates.engine import panel
+from debates.engine.budget import Ledger
 from debates.engine.duel import choose_pair, duel_citations, school
-from debates.engine.spec import PairingRuleSpec
+from debates.engine.spec import CompletedTurn, PairingRuleSpec
 from debates.engine.text import field_value, summary_of
 from testkit.fake_llm import FakeLLM
 
-from .conftest import HUINENG, YINGUANG, debate, duel_spec, persona
+from .conftest import HUINENG, YINGUANG, debate, duel_spec, panel_spec, persona
+from .test_panel import ADMIT_OK, UNCAPPED, budget_through, panel_fake
+from .test_panel import ALL as PANEL_ALL
+from .test_panel import VERDICT as PANEL_VERDICT
 
 # -- the bundled library's pairing table, as the seed lists it ---------------------------------------
 
@@ -157,6 +163,179 @@ async def test_4_an_uncited_speech_is_warned_about():
     assert len(uncited) == 1 and "印光大师" in uncited[0].text
     assert run.turns()["duel:1:yinguang"].data["citations"] == 0
     assert run.turns()["duel:1:huineng"].data["citations"] == 1
+
+
+# -- 5. panel admission -------------------------------------------------------------------------------------
+
+
+async def test_5_an_unreadable_admission_is_asked_once_more_then_used():
+    fake = panel_fake(admission="这个命题很有意思，值得讨论。")
+    fake.reply("host:admission-again", ADMIT_OK)
+    run = await debate(panel_spec(token_budget=1), fake)
+
+    assert run.keys[:2] == ["host:admission", "host:admission-again"]
+    assert "这个命题很有意思" in run.call("host:admission-again").user
+    assert run.data["proposition_type"] == "choice"
+
+
+async def test_5_admission_unreadable_twice_refuses_with_the_reason():
+    fake = panel_fake(admission="这个命题很有意思，值得讨论。")
+    fake.reply("host:admission-again", "我觉得可以辩。")
+    run = await debate(panel_spec(), fake)
+
+    assert run.outcome == "refused"
+    assert "asked twice" in run.finished.reason and "我觉得可以辩" in run.finished.reason
+    assert run.keys == ["host:admission", "host:admission-again"]
+
+
+INVESTMENT = "类型：投资决策型\n可证伪：是\n理由：有标的与仓位。\n话题标识：buy-nvidia-this-quarter"
+
+
+async def test_5_an_investment_question_without_evidence_stops_hard():
+    run = await debate(panel_spec("本季度是否应加仓英伟达股票至 10%？"), panel_fake(admission=INVESTMENT))
+
+    assert run.outcome == "refused" and "not debated without evidence" in run.finished.reason
+    assert run.keys == ["host:admission"]
+
+
+async def test_5_an_investment_question_with_evidence_goes_on():
+    evidence = "- 市盈率：股价除以每股收益，目前 45 倍\n- 仓位：组合中该股市值占比\n- 回撤：从高点下跌的幅度"
+    run = await debate(
+        panel_spec("本季度是否应加仓英伟达股票至 10%？", evidence=evidence, token_budget=1),
+        panel_fake(admission=INVESTMENT),
+    )
+    assert run.outcome == "done" and run.data["proposition_type"] == "investment"
+
+
+# -- 6. concept alignment ------------------------------------------------------------------------------------
+
+DEFINED = (
+    "材料：2023 年内部调查。\n"
+    "- 远程办公：每周四天以上不在办公室工作\n"
+    "- **产出**：季度交付的功能点数\n"
+    "协作成本是指会议与等待所占的工时。\n"
+)
+
+
+def test_6_concepts_are_read_off_the_evidence():
+    assert panel.concepts_from_evidence(DEFINED) == [
+        "远程办公：每周四天以上不在办公室工作",
+        "产出：季度交付的功能点数",
+        "协作成本：会议与等待所占的工时",
+    ]
+
+
+async def test_6_with_evidence_the_terms_come_from_it_without_a_model_call():
+    run = await debate(panel_spec(evidence=DEFINED, token_budget=UNCAPPED), panel_fake())
+
+    assert "host:concepts" not in run.keys
+    assert run.data["concepts_source"] == "evidence"
+    assert all("- 协作成本：会议与等待所占的工时" in c.text for c in run.calls_for("r1:*"))
+
+
+async def test_6_evidence_without_definitions_fails_the_step_visibly():
+    run = await debate(panel_spec(evidence="材料：交付量下降 5%。", token_budget=UNCAPPED), panel_fake())
+
+    assert "host:concepts" not in run.keys and run.data["concepts"] == []
+    assert run.warning("concepts_failed").text.startswith("Concept alignment failed: 0 defined terms")
+    assert all("概念按通常含义使用" in c.text for c in run.calls_for("r1:*"))
+
+
+async def test_6_a_host_giving_two_terms_fails_the_step():
+    fake = panel_fake(concepts="- 远程办公：每周四天以上\n- 产出：功能点")
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+    assert "concepts_failed" in run.warning_codes and run.data["concepts"] == []
+
+
+async def test_6_a_speech_that_uses_none_of_the_aligned_terms_is_warned_about():
+    fake = panel_fake(speeches={("bayes", 1): "立场：看证据。\n小结：贝叶斯只谈证据。"})
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+
+    # the default speeches name no term either; bayes is among those warned about
+    assert run.data["concept_use"]["bayes"] == []
+    assert "贝叶斯" in run.warning("concepts_unused").text
+
+
+async def test_6_speeches_using_the_terms_pass():
+    uses = {(slug, 1): f"立场：远程办公会降低产出。\n小结：{slug}谈协作成本。" for slug in PANEL_ALL}
+    run = await debate(panel_spec(token_budget=UNCAPPED), panel_fake(speeches=uses))
+    assert "concepts_unused" not in run.warning_codes
+    assert run.data["concept_use"]["hegel"] == ["远程办公", "产出", "协作成本"]
+
+
+# -- 7. R4's own form -------------------------------------------------------------------------------------------
+
+FRONT = "立场：坚持审查。\n反驳：【引用 奥斯本·R2】“MARK-osborn-R2”这一点站不住。\n沉默声明：无\n小结：费曼坚持。"
+
+
+async def test_7_the_closing_round_asks_for_two_parts_and_flags_other_rounds_and_new_fronts():
+    closing = (
+        "检验交锋：【引用 费曼·R3】“这一点站不住”——我补上数据；【引用 黑格尔·R1】“MARK-hegel-R1”也不对。\n"
+        "终辩声明：维持发散立场，让步：接受试点。\n小结：奥斯本让一步。"
+    )
+    fake = panel_fake(speeches={("feynman", 3): FRONT, ("osborn", 4): closing})
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+
+    assert "检验交锋：" in run.call("r4:osborn").user and "终辩声明：" in run.call("r4:osborn").user
+    data = run.turns()["r4:osborn"].data
+    assert data["other_rounds"] == ["黑格尔·R1"] and data["new_fronts"] == ["黑格尔"]
+    assert data["missing_parts"] == [] and data["position"] == "维持发散立场，让步：接受试点。"
+    assert {"r4_other_rounds", "r4_new_front"} <= set(run.warning_codes)
+
+
+async def test_7_a_closing_without_its_two_parts_is_flagged():
+    fake = panel_fake(speeches={("feynman", 3): FRONT, ("osborn", 4): "立场：不变。\n小结：不变。"})
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+    assert run.turns()["r4:osborn"].data["missing_parts"] == ["检验交锋", "终辩声明"]
+    assert "r4_form" in run.warning_codes
+
+
+async def test_7_a_closing_that_answers_its_front_passes():
+    closing = "检验交锋：【引用 费曼·R3】“这一点站不住”——我补上数据。\n终辩声明：维持立场。\n小结：奥斯本坚持。"
+    fake = panel_fake(speeches={("feynman", 3): FRONT, ("osborn", 4): closing})
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+    assert not {"r4_form", "r4_other_rounds", "r4_new_front"} & set(run.warning_codes)
+
+
+# -- 9. the verdict's four parts -----------------------------------------------------------------------------------
+
+
+async def test_9_a_verdict_missing_parts_is_asked_again_then_flagged():
+    partial = "## 辩论精华\n- 引文。\n## 综合判断\n中性综合。"
+    fake = panel_fake(verdict=partial)
+    fake.reply("host:verdict-again", partial)
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+
+    assert "上一稿缺少：三区、结论产出" in run.call("host:verdict-again").user
+    assert run.warning("verdict_parts").text == "The verdict lacks: 三区、结论产出."
+
+
+def test_9_english_headings_count_as_the_parts():
+    verdict = "**Highlights**\n- a\n## Three zones\nb\n### Overall judgment\nc\nConclusion (boundaries)\nd"
+    assert panel.verdict_missing(verdict) == []
+
+
+# -- 17. the verdict survives the cap, retries included --------------------------------------------------------------
+
+
+async def test_17_a_resumed_panel_whose_retries_crossed_the_cap_still_gets_its_verdict():
+    budget = await budget_through(2)
+    first = await debate(panel_spec(token_budget=budget), panel_fake())
+    # A resume after two worker deaths: the R1 and R2 turns are kept, the attempts lost to the
+    # crashes are charged to the ledger, and they push the spending past the rounds' share.
+    spec = panel_spec(token_budget=budget)
+    spec.completed = {
+        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+        for t in first.sink.of(ev.TurnFinished)
+        if t.key.startswith(("host:", "r1:", "r2:")) and not t.key.startswith("host:verdict")
+    }
+    ledger = Ledger()
+    ledger.charge("earlier-attempts", 2000, 1000, estimated=True)
+    run = await debate(spec, panel_fake(), ledger=ledger)
+
+    assert run.outcome == "done" and run.data["stopped_by_cap_in_round"] == 3
+    assert run.keys == ["host:verdict"]  # all else replayed; the verdict is the one new call
+    assert run.data["verdict"] == PANEL_VERDICT
 
 
 # -- 19. parsing what small models write -------------------------------------------------------------------
