@@ -5,6 +5,7 @@ other worker finishes it, every turn exactly once. `.ci/run` starts the services
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -41,6 +42,15 @@ def _runner_pid(url: str, pk: int) -> int:
     with psycopg.connect(url) as conn:
         holder = conn.execute("SELECT runner_id FROM debates_debate WHERE id = %s", (pk,)).fetchone()[0]
     return int(holder.split(":")[1])
+
+
+def _task_rows(url: str) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        query = "SELECT status, count(*) FROM django_tasks_database_dbtaskresult GROUP BY status"
+        rows = conn.execute(query).fetchall()
+    return dict(rows)
 
 
 def _messages_key(messages) -> str:
@@ -90,3 +100,12 @@ async def test_two_webs_two_workers_survive_a_worker_killed_mid_turn(cluster, br
     assert_exactly_once(observed, data["turns"])
     shown = await page.eval_on_selector_all("article.turn", "els => els.map(e => e.dataset.key)")
     assert sorted(shown) == sorted(keys)
+
+    # The killed worker's task row is closed as superseded, not left RUNNING; the survivor's
+    # row is marked successful once its run returns.
+    for _ in range(50):
+        rows = _task_rows(url)
+        if "RUNNING" not in rows:
+            break
+        await asyncio.sleep(0.1)
+    assert rows == {"FAILED": 1, "SUCCESSFUL": 1}, rows

@@ -3,8 +3,8 @@
 It is django-tasks-db's own worker loop (claiming jobs from the database with row locks), run in
 `--threads` threads that hand each claimed debate to one shared event loop, so one process drives
 many debates while each thread merely waits for its debate to end. A watchdog thread re-enqueues
-debates whose runner's lease went stale (a worker that died mid-debate), and `--health-port`
-serves `GET /healthz` for the process supervisor.
+debates whose runner's lease went stale (a worker that died mid-debate), closing the dead worker's
+task rows as superseded, and `--health-port` serves `GET /healthz` for the process supervisor.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Command(BaseCommand):
         while not stopping.wait(settings.AGORA_HEARTBEAT):
             try:
                 close_old_connections()
-                for pk in leases.reclaim_stale(tasks.run_debate_task.enqueue):
+                for pk in leases.reclaim_stale(tasks.requeue):
                     log.warning("debate %s: its runner went silent; queued again to resume", pk)
             except Exception:  # the watchdog must outlive a database hiccup
                 log.exception("watchdog pass failed")
