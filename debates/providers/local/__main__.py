@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -35,6 +36,16 @@ def _progress_printer(label: str) -> Progress:
     return show
 
 
+def _server_version() -> str | None:
+    """xllamacpp's version from its metadata: importing it would load the 100 MB extension."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        return None
+    try:
+        return importlib.metadata.version("xllamacpp")
+    except importlib.metadata.PackageNotFoundError:
+        return "installed, version unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -47,10 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = args.cache_dir or os.environ.get("AGORA_CACHE_DIR") or Path.home() / ".cache" / "agora"
     weights = LocalWeights(cache)
     spec = os.environ.get("AGORA_LOCAL_MODEL", "").strip()
-    llama = importlib.util.find_spec("llama_cpp") is not None
+    server = _server_version()
     try:
         if args.command == "status":
-            print(f"llama-cpp-python installed: {'yes' if llama else 'no'}")
+            print(f"model server (xllamacpp): {server or 'not installed'}")
             if spec:
                 print(f"model: AGORA_LOCAL_MODEL={spec}")
             else:
@@ -68,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ProviderUnavailable as exc:
         print(f"\nlocal model not ready: {exc}", file=sys.stderr)
         return 1
-    if not llama:
+    if not server:
         print(f"warning: {NOT_INSTALLED}", file=sys.stderr)
     return 0
 

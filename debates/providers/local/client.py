@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..base import Completion, Message, ProviderUnavailable
+from ..base import ChatStream, Completion, Message, ProviderUnavailable
 from ..openai_compat import OpenAICompatibleClient
 from .server import SERVER_KEY, LocalModelServer
 from .weights import MODEL_ALIAS, LocalWeights, resolve_model_path
@@ -113,6 +113,8 @@ LOCAL_SLOT = ProcessSlot(1)
 class LocalModelClient(OpenAICompatibleClient):
     """The bundled local model through the common OpenAI-compatible client. See the package docstring."""
 
+    supports_grammar = True  # llama.cpp's server takes a GBNF `grammar` in the request body
+
     def __init__(
         self,
         *,
@@ -142,7 +144,6 @@ class LocalModelClient(OpenAICompatibleClient):
         alias = MODEL_ALIAS if self.model_spec is None else Path(self.model_spec).stem or "local-model"
         self._alias = alias
         self._server: LocalModelServer | None = None
-        client_options.setdefault("streams_usage", False)  # llama_cpp.server 0.3 sends no stream usage
         client_options.setdefault("context_window", self.ctx)
         super().__init__(
             "http://127.0.0.1:0/v1",  # replaced by ensure_ready() once the server has a port
@@ -167,6 +168,25 @@ class LocalModelClient(OpenAICompatibleClient):
     @property
     def server(self) -> LocalModelServer | None:
         return self._server
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+        temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
+        grammar: str | None = None,
+    ) -> ChatStream:
+        """`grammar`: a GBNF grammar (llama.cpp's dialect, e.g. `root ::= "是" | "否"`) the reply must
+        match; the same as `extra={"grammar": ...}`. A grammar llama.cpp cannot parse fails the call
+        with HTTP 400 (ProviderError, not retried)."""
+        if grammar is not None:
+            if extra and "grammar" in extra:
+                raise ValueError("pass the grammar once: grammar= or extra['grammar'], not both")
+            extra = {**(extra or {}), "grammar": grammar}
+        return super().stream(messages, max_tokens=max_tokens, stop=stop, temperature=temperature, extra=extra)
 
     async def ensure_ready(self, on_status: StatusCallback | None = None) -> None:
         """Join/verify the weights (first run), start or restart the server, point the client at it.

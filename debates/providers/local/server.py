@@ -10,6 +10,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -23,42 +24,40 @@ from pathlib import Path
 from typing import Any
 
 from ..base import ProviderUnavailable
-from .weights import MODEL_ALIAS, pip_command
+from .serve import KEY_ENV
+from .weights import MODEL_ALIAS
 
 log = logging.getLogger(__name__)
 
-# Runs `python -m llama_cpp.server ARGS` (argv is passed through), plus a watchdog thread that
-# exits when stdin reaches EOF: the app holds the pipe's other end, so if the app dies, even by
-# SIGKILL where atexit never runs, the 2 GB server goes with it instead of lingering.
-_CHILD_BOOTSTRAP = """\
-import os, sys, threading, runpy
-def _watch():
-    try:
-        while sys.stdin.buffer.read(65536):
-            pass
-    except Exception:
-        pass
-    os._exit(0)
-threading.Thread(target=_watch, name="parent-watch", daemon=True).start()
-sys.argv[0] = "llama_cpp.server"
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-
-_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+# What the child needs: `debates.providers.local.serve` imports nothing else from the project.
+_SERVER_MODULES = ("xllamacpp",)
 
 NOT_INSTALLED = (
-    "the local model server did not start: llama-cpp-python is not installed; run `make run` "
+    "the local model server did not start: xllamacpp is not installed; run `make local-model` "
     "(it installs requirements-local.txt) or set OPENAI_BASE_URL to use a remote server"
 )
 
+# The child's port and host come from its argv alone. xllamacpp reads none of these variables
+# (checked with 2026.10.11549), but llama_cpp.server once let `PORT` beat `--port`, so that
+# `make run PORT=8000` made the child bind the app's own port and die, and llama.cpp's own tools
+# read LLAMA_ARG_*: none of them reach the child, whatever a later version does with them.
+_CHILD_ENV_OVERRIDES = ("HOST", "PORT", "CONFIG_FILE", "LLAMA_API_KEY")
+_CHILD_ENV_PREFIXES = ("LLAMA_ARG_",)
 
-# llama_cpp.server lets these environment variables override its command line (`PORT` beats
-# `--port`): `make run PORT=8000` would make the child bind the app's own port and die.
-_CHILD_ENV_OVERRIDES = ("HOST", "PORT", "CONFIG_FILE")
+# `python -m debates...` in the child must find this project whatever the app's working directory.
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[3])
 
 
-def child_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key not in _CHILD_ENV_OVERRIDES}
+def child_env(api_key: str = "") -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in _CHILD_ENV_OVERRIDES and not key.startswith(_CHILD_ENV_PREFIXES)
+    }
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PROJECT_ROOT, env.get("PYTHONPATH", "")) if p)
+    if api_key:
+        env[KEY_ENV] = api_key
+    return env
 
 
 def _free_port(preferred: int | None = None) -> int:
@@ -72,6 +71,9 @@ def _free_port(preferred: int | None = None) -> int:
     raise OSError("no free loopback port")  # pragma: no cover - bind to port 0 does not fail
 
 
+_START_MARK = "# agora: starting the model server "
+_LOG_ERROR = re.compile(r" E |^agora:|Error|error:")
+
 # Health checks go straight to loopback, whatever HTTP(S)_PROXY says.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -83,7 +85,7 @@ SERVER_KEY = secrets.token_urlsafe(24)
 
 
 class LocalModelServer:
-    """One llama.cpp OpenAI-compatible server process. Thread-safe; see the package docstring."""
+    """One xllamacpp server process (llama.cpp's OpenAI-compatible server). Thread-safe; see the package docstring."""
 
     _shared: dict[tuple[Any, ...], LocalModelServer] = {}
     _shared_lock = threading.Lock()
@@ -101,7 +103,7 @@ class LocalModelServer:
         command: CommandFactory | None = None,
         required_modules: Sequence[str] = _SERVER_MODULES,
     ) -> None:
-        self.model_path = str(model_path)
+        self.model_path = str(Path(model_path).expanduser().resolve())  # the child may run elsewhere
         self.cache_dir = Path(cache_dir).expanduser()
         self.threads = threads or os.cpu_count() or 1
         self.ctx = ctx
@@ -181,29 +183,20 @@ class LocalModelServer:
         if self._command is not None:
             return list(self._command(port, self.api_key))
         return [
-            sys.executable, "-c", _CHILD_BOOTSTRAP,
+            sys.executable, "-m", "debates.providers.local.serve",
             "--model", self.model_path,
-            "--model_alias", self.alias,
-            "--host", "127.0.0.1",
+            "--alias", self.alias,
             "--port", str(port),
-            "--n_threads", str(self.threads),
-            "--n_ctx", str(self.ctx),
-            "--api_key", self.api_key,
-            "--interrupt_requests", "false",  # queue a second request instead of cutting the first
-            "--logits_all", "false",  # logits for the last token only: faster prompts, less memory
+            "--threads", str(self.threads),
+            "--ctx", str(self.ctx),
+            "--watch-stdin",
             *self.extra_args,
         ]  # fmt: skip
 
     def _launch(self) -> None:
         missing = [m for m in self.required_modules if importlib.util.find_spec(m) is None]
         if missing:
-            if self.required_modules and missing[0] == self.required_modules[0]:
-                raise ProviderUnavailable(NOT_INSTALLED)
-            raise ProviderUnavailable(
-                "the local model server did not start: llama-cpp-python is installed without its "
-                f"[server] extra (missing {', '.join(missing)}); run `make local-model` or "
-                f"{pip_command()} install -r requirements-local.txt, or set OPENAI_BASE_URL"
-            )
+            raise ProviderUnavailable(NOT_INSTALLED)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.port = _free_port(self.port)  # keep the old port across restarts when it is free
         argv = self._argv(self.port)
@@ -213,7 +206,7 @@ class LocalModelServer:
                 self.log_path.unlink()
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
-            log_file.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} starting on port {self.port}\n".encode())
+            log_file.write(f"{_START_MARK}{time.strftime('%Y-%m-%d %H:%M:%S')} on port {self.port}\n".encode())
             log_file.flush()
             self._proc = subprocess.Popen(
                 argv,
@@ -221,7 +214,7 @@ class LocalModelServer:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 close_fds=True,
-                env=child_env(),
+                env=child_env(self.api_key),
             )
         finally:
             log_file.close()
@@ -264,13 +257,17 @@ class LocalModelServer:
                 )
             time.sleep(0.1)
 
-    def _log_tail(self, lines: int = 3) -> str:
+    def _log_tail(self, lines: int = 4) -> str:
+        """The last lines of this start's log, its error lines first: llama.cpp says why it failed
+        a few lines before it says goodbye."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return "no log"
-        tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-        return " | ".join(tail)[-400:] or "empty log"
+        current = text.rsplit(_START_MARK, 1)[-1]
+        found = [line.strip() for line in current.splitlines() if line.strip()]
+        errors = [line for line in found if _LOG_ERROR.search(line)]
+        return " | ".join((errors or found)[-lines:])[-400:] or "empty log"
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the process: close its stdin (it exits by itself), then SIGTERM, then SIGKILL."""
