@@ -16,7 +16,9 @@ read through the same two paths (the old Agora client asked for no stream usage)
 
 Decode rate = (tokens - 1) / (time of last token - time of first token); TTFT = request to first
 text. The prompt asks for a long answer and every run must stop on max_tokens ("length"), so each
-run produces exactly --tokens tokens. Each round starts every server afresh (start-up time = launch
+run produces exactly --tokens tokens. Each run also records how many cores other processes kept busy
+meanwhile (from /proc): the medians are taken over quiet runs (--quiet), since on 2 cores one busy
+neighbour stalls llama.cpp's threads at every layer. Each round starts every server afresh (start-up time = launch
 to a healthy `GET /v1/models`), does one warm-up per path, then --repeats runs per path, the paths
 alternating, and stops it: one model in memory at a time. The servers' order alternates between
 rounds, so drifting load hits both alike. RSS is the server process's resident memory after load
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -60,6 +63,31 @@ def messages(run: str) -> list[dict[str, str]]:
 
 def rates(first: float, last: float, start: float, tokens: int) -> tuple[float, float]:
     return first - start, (tokens - 1) / (last - first) if last > first else float("nan")
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int | None]) -> tuple[float, float]:
+    """(busy CPU seconds of the whole machine, CPU seconds of `pids`) since boot, from /proc."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    ours = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError):
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ours += int(stat[11]) + int(stat[12])  # utime, stime
+    return (user + nice + system + irq + softirq + steal) / _TICK, ours / _TICK
+
+
+async def foreign_load(pids: list[int | None], run):
+    """Run `run()` and say how many cores other processes kept busy meanwhile: llama.cpp's threads
+    wait for each other at every layer, so one busy neighbour can halve the decode rate."""
+    busy0, ours0 = cpu_seconds(pids)
+    began = time.perf_counter()
+    result = await run()
+    busy1, ours1 = cpu_seconds(pids)
+    return result, ((busy1 - busy0) - (ours1 - ours0)) / (time.perf_counter() - began)
 
 
 def memory(pid: int | None) -> dict[str, int]:
@@ -199,8 +227,9 @@ async def measure(subjects: list[Subject], args: argparse.Namespace, results, st
                 await path(f"{subject.name}-warm-{round_no}-{n}")
             for repeat in range(1, args.repeats + 1):
                 for n, (path_name, path) in enumerate(paths.items()):
-                    result = await path(f"{subject.name}-{round_no}-{repeat}-{n}")
-                    results[(subject.name, path_name)].append((round_no, *result))
+                    run = f"{subject.name}-{round_no}-{repeat}-{n}"
+                    result, foreign = await foreign_load([pid, os.getpid()], lambda p=path, r=run: p(r))
+                    results[(subject.name, path_name)].append((round_no, *result, foreign))
             after = memory(pid)
             mem[subject.name].append((loaded, after.get("VmRSS", 0), after.get("VmHWM", 0)))
             await subject.stop()
@@ -254,6 +283,7 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=int(os.environ.get("AGORA_LOCAL_CTX") or 4096))
     parser.add_argument("--cache-dir", default=os.environ.get("AGORA_CACHE_DIR") or Path.home() / ".cache" / "agora")
     parser.add_argument("--old-python", help="a python with llama-cpp-python[server]==0.3.36, to compare against")
+    parser.add_argument("--quiet", type=float, default=0.15, help="a run is quiet if others used <= this many cores")
     parser.add_argument("--parallel-check", action="store_true", help="also compare n_parallel 2 with 1")
     args = parser.parse_args()
 
@@ -272,13 +302,23 @@ def main() -> None:
     asyncio.run(measure(subjects, args, results, startups, mem))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
-    print(f"\n{'server':<17} {'path':<13} {'TTFT s':>7} {'tok/s median':>13} {'tok/s best':>11}  runs (tok/s)")
+    quiet = [r for runs in results.values() for r in runs if r[5] <= args.quiet]
+    print(
+        f"\n{len(quiet)} of {sum(map(len, results.values()))} runs were quiet (other processes used <= {args.quiet} "
+        "cores meanwhile); the medians below are over quiet runs where a path has any, else over all"
+    )
+    print(
+        f"\n{'server':<17} {'path':<13} {'quiet':>5} {'TTFT s':>7} {'tok/s median':>13} {'tok/s best':>11}"
+        "  runs (tok/s @ others' cores)"
+    )
     for (name, path), runs in results.items():
-        ttft = statistics.median(r[1] for r in runs)
-        median = statistics.median(r[2] for r in runs)
+        chosen = [r for r in runs if r[5] <= args.quiet] or runs
+        ttft = statistics.median(r[1] for r in chosen)
+        median = statistics.median(r[2] for r in chosen)
         best = max(r[2] for r in runs)
-        each = ", ".join(f"{r[2]:.1f}" for r in runs)
-        print(f"{name:<17} {path:<13} {ttft:>7.2f} {median:>13.1f} {best:>11.1f}  {each}")
+        each = ", ".join(f"{r[2]:.1f}@{r[5]:.1f}" for r in runs)
+        n_quiet = len(chosen) if chosen is not runs else 0
+        print(f"{name:<17} {path:<13} {n_quiet:>5} {ttft:>7.2f} {median:>13.1f} {best:>11.1f}  {each}")
         if any(r[3] != "length" for r in runs):
             print(f"  warning: runs ended with {[r[3] for r in runs]}, not all 'length': token counts are guesses")
         counted = {r[4] for r in runs if r[4] is not None}
@@ -296,11 +336,18 @@ def main() -> None:
         print()
         for path in ("raw HTTP", "Agora client"):
             new, old = results[(NEW, path)], results[(OLD, path)]
-            ratio = statistics.median(r[2] for r in new) / statistics.median(r[2] for r in old)
+            new_q, old_q = [r for r in new if r[5] <= args.quiet], [r for r in old if r[5] <= args.quiet]
+            if new_q and old_q:
+                ratio = statistics.median(r[2] for r in new_q) / statistics.median(r[2] for r in old_q)
+                ttft = statistics.median(r[1] for r in new_q) / statistics.median(r[1] for r in old_q)
+                basis = f"quiet runs ({len(new_q)} / {len(old_q)})"
+            else:
+                ratio = statistics.median(r[2] for r in new) / statistics.median(r[2] for r in old)
+                ttft = statistics.median(r[1] for r in new) / statistics.median(r[1] for r in old)
+                basis = "all runs (too few quiet ones)"
             best = max(r[2] for r in new) / max(r[2] for r in old)
-            ttft = statistics.median(r[1] for r in new) / statistics.median(r[1] for r in old)
             print(
-                f"{path}: decode {NEW} / {OLD} = {ratio:.2f} on medians, {best:.2f} on best runs; "
+                f"{path}: decode {NEW} / {OLD} = {ratio:.2f} on medians of {basis}, {best:.2f} on best runs; "
                 f"TTFT ratio {ttft:.2f} (goal: decode >= 1.00, no slower)"
             )
         print(
