@@ -52,12 +52,18 @@ NEW = "xllamacpp"
 OLD = "llama-cpp-python"
 
 
+# --history N puts N copies of this (about 60 tokens) before the question, as a debate's earlier
+# turns would be: TTFT then measures prompt processing on a debate-sized prompt.
+HISTORY = "此前的讨论：造纸术降低了书写材料的成本，使知识得以更广泛地传播；印刷术进一步提高了复制书籍的效率。"
+history_copies = 0
+
+
 def messages(run: str) -> list[dict[str, str]]:
     """The fixed prompt, opened with a run label so no run reuses another's cached prompt
     (llama.cpp keeps the last prompt's KV cache; a hit would make TTFT look free)."""
     return [
         {"role": "system", "content": f"[{run}] 你是一位知识渊博的中文历史老师。"},
-        {"role": "user", "content": QUESTION},
+        {"role": "user", "content": HISTORY * history_copies + QUESTION},
     ]
 
 
@@ -253,6 +259,7 @@ async def parallel_check(model: str, args: argparse.Namespace) -> None:
             for attempt in range(args.repeats):
                 runs = [f"p{slots}-{attempt}-{i}" for i in range(2)]
                 began = time.perf_counter()
+                busy0, ours0 = cpu_seconds([server.pid, os.getpid()])
                 if slots == 1:
                     done = [
                         await asyncio.to_thread(raw_http, server.port, server.api_key, r, args.tokens, True)
@@ -263,11 +270,13 @@ async def parallel_check(model: str, args: argparse.Namespace) -> None:
                         *(asyncio.to_thread(raw_http, server.port, server.api_key, r, args.tokens, True) for r in runs)
                     )
                 wall = time.perf_counter() - began
+                busy1, ours1 = cpu_seconds([server.pid, os.getpid()])
+                foreign = ((busy1 - busy0) - (ours1 - ours0)) / wall
                 tokens = sum(d[3] or args.tokens for d in done)
                 print(
                     f"n_parallel {slots}: both done in {wall:5.1f} s, aggregate {tokens / wall:5.1f} tok/s; "
                     f"TTFT {', '.join(f'{d[0]:.2f}' for d in done)} s; per-request decode "
-                    f"{', '.join(f'{d[1]:.1f}' for d in done)} tok/s",
+                    f"{', '.join(f'{d[1]:.1f}' for d in done)} tok/s; others used {foreign:.1f} cores",
                     flush=True,
                 )
         finally:
@@ -278,14 +287,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=2, help="fresh starts of each server")
+    parser.add_argument("--rounds", type=int, default=2, help="fresh starts of each server (0: none)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("AGORA_LOCAL_THREADS") or os.cpu_count()))
     parser.add_argument("--ctx", type=int, default=int(os.environ.get("AGORA_LOCAL_CTX") or 4096))
     parser.add_argument("--cache-dir", default=os.environ.get("AGORA_CACHE_DIR") or Path.home() / ".cache" / "agora")
     parser.add_argument("--old-python", help="a python with llama-cpp-python[server]==0.3.36, to compare against")
     parser.add_argument("--quiet", type=float, default=0.15, help="a run is quiet if others used <= this many cores")
     parser.add_argument("--parallel-check", action="store_true", help="also compare n_parallel 2 with 1")
+    parser.add_argument("--history", type=int, default=0, help="earlier-turn paragraphs before the question")
     args = parser.parse_args()
+    global history_copies
+    history_copies = args.history
 
     t0 = time.perf_counter()
     model = os.environ.get("AGORA_LOCAL_MODEL") or str(LocalWeights(args.cache_dir).ensure())
@@ -301,6 +313,13 @@ def main() -> None:
     mem: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
     asyncio.run(measure(subjects, args, results, startups, mem))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if results:
+        report(results, startups, mem, args)
+    if args.parallel_check:
+        asyncio.run(parallel_check(model, args))
+
+
+def report(results, startups, mem, args: argparse.Namespace) -> None:
 
     quiet = [r for runs in results.values() for r in runs if r[5] <= args.quiet]
     print(
@@ -354,8 +373,6 @@ def main() -> None:
             "on a busy 2-core machine llama.cpp's threads stall whenever anything else runs: compare medians\n"
             "only from a quiet machine (load average near 0); 'best' is the least disturbed run."
         )
-    if args.parallel_check:
-        asyncio.run(parallel_check(model, args))
 
 
 if __name__ == "__main__":
