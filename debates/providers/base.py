@@ -101,6 +101,8 @@ class LLMClient:
       concurrency     -- how many calls may run at once against this provider
       streams_usage   -- whether the server reports token usage in the stream
       context_window  -- tokens the model accepts, when known
+      supports_grammar -- whether `stream(..., extra={"grammar": GBNF})` constrains the reply
+                         (llama.cpp's servers); elsewhere the field is ignored or refused
     """
 
     name: str = "base"
@@ -108,6 +110,7 @@ class LLMClient:
     concurrency: int = 4
     streams_usage: bool = False
     context_window: int | None = None
+    supports_grammar: bool = False
 
     def __init__(self) -> None:
         self._limiters: dict[int, asyncio.Semaphore] = {}

@@ -1,17 +1,22 @@
 """The local provider: the server lifecycle on a stand-in process (fast), then the real model.
 
-The `localmodel` tests start llama.cpp's server on the bundled Qwen2.5-Coder-1.5B weights
-(`make local-model` installs and joins them). Without llama-cpp-python or the weights they skip
-with the reason, except under CI=true, where they fail: CI must run the real model.
+The `localmodel` tests start llama.cpp's server (xllamacpp, as `debates.providers.local.serve`)
+on the bundled Qwen2.5-Coder-1.5B weights (`make local-model` installs and joins them). Without
+xllamacpp or the weights they skip with the reason, except under CI=true, where they fail: CI
+must run the real model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import importlib.util
 import os
 import re
+import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -19,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from debates.providers.base import ProviderUnavailable
+from debates.providers.base import LLMClient, ProviderError, ProviderUnavailable
 from debates.providers.local import (
     NOT_INSTALLED,
     PARTS,
@@ -27,6 +32,7 @@ from debates.providers.local import (
     LocalModelServer,
     LocalWeights,
     ProcessSlot,
+    child_env,
 )
 from testkit.fake_openai import default_reply
 
@@ -92,6 +98,7 @@ async def test_ensure_ready_reports_status_and_points_the_client_at_the_server(f
     stream = client.stream(messages)
     text = "".join([d async for d in stream])
     assert text == default_reply({"messages": messages}) == stream.completion.text
+    assert not stream.completion.usage_estimated  # the client asks for usage in the stream
 
 
 async def test_a_dead_server_is_restarted_before_the_next_call(fake_gguf, tmp_path):
@@ -179,20 +186,20 @@ async def test_a_cancelled_waiter_does_not_lose_the_slot():
     assert not slot.locked()
 
 
-async def test_missing_llama_cpp_is_a_clear_error(fake_gguf, tmp_path):
+async def test_missing_xllamacpp_is_a_clear_error(fake_gguf, tmp_path):
     client = LocalModelClient(
         model_path=fake_gguf,
         cache_dir=tmp_path / "cache",
-        server_options={"required_modules": ("no_such_llama_cpp_module",)},
+        server_options={"required_modules": ("no_such_xllamacpp_module",)},
         env={},
     )
     with pytest.raises(ProviderUnavailable) as info:
         await client.ensure_ready()
     assert str(info.value) == NOT_INSTALLED
-    assert "llama-cpp-python is not installed" in str(info.value) and "OPENAI_BASE_URL" in str(info.value)
+    assert "xllamacpp is not installed" in str(info.value) and "OPENAI_BASE_URL" in str(info.value)
 
     # The same error reaches a consumer of stream(), not an exception from somewhere else.
-    with pytest.raises(ProviderUnavailable, match="llama-cpp-python is not installed"):
+    with pytest.raises(ProviderUnavailable, match="xllamacpp is not installed"):
         async for _ in client.stream([{"role": "user", "content": "hi"}]):
             pass
 
@@ -229,28 +236,71 @@ def test_environment_settings(tmp_path, monkeypatch):
 # --- the real model -------------------------------------------------------------------------
 
 
+def _unavailable(reason: str) -> None:
+    reason += " (run `make local-model`)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the real local-model test must run in CI: {reason}")
+    pytest.skip(reason)
+
+
+def require_xllamacpp() -> None:
+    if importlib.util.find_spec("xllamacpp") is None:
+        _unavailable("xllamacpp is not installed")
+
+
 def require_real_model() -> None:
-    """Skip (or, under CI=true, fail) unless llama-cpp-python[server] and the weights are here."""
-    missing = []
-    if importlib.util.find_spec("llama_cpp") is None:
-        missing.append("llama-cpp-python is not installed")
+    """Skip (or, under CI=true, fail) unless xllamacpp and the weights are here."""
+    require_xllamacpp()
     if not os.environ.get("AGORA_LOCAL_MODEL"):
         cache = os.environ.get("AGORA_CACHE_DIR") or Path.home() / ".cache" / "agora"
         if not LocalWeights(cache).is_ready():
             absent = [p.package for p in PARTS if importlib.util.find_spec(p.module) is None]
             if absent:
-                missing.append(f"weight packages not installed: {', '.join(absent[:3])}...")
-    if missing:
-        reason = "; ".join(missing) + " (run `make local-model`)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the real local-model test must run in CI: {reason}")
-        pytest.skip(reason)
+                _unavailable(f"weight packages not installed: {', '.join(absent[:3])}...")
+
+
+def real_model_path() -> Path:
+    if os.environ.get("AGORA_LOCAL_MODEL"):
+        return Path(os.environ["AGORA_LOCAL_MODEL"])
+    return LocalWeights(os.environ.get("AGORA_CACHE_DIR") or Path.home() / ".cache" / "agora").ensure()
 
 
 @pytest.fixture
 def real_client():
     require_real_model()
     return LocalModelClient(timeout=60, startup_timeout=120)
+
+
+def test_the_supervisors_command_line_is_what_the_child_reads(tmp_path):
+    """The argv LocalModelServer builds must parse in `serve` into the CommonParams we mean."""
+    require_xllamacpp()
+    from debates.providers.local import serve
+
+    server = LocalModelServer(tmp_path / "m.gguf", cache_dir=tmp_path, threads=3, ctx=2048, alias="qwen")
+    argv = server._argv(40123)
+    assert argv[:3] == [sys.executable, "-m", "debates.providers.local.serve"]
+    args = serve.parse_args(argv[3:])
+    params = serve.build_params(args, api_key="k-123")
+
+    assert params.model.path == str((tmp_path / "m.gguf").resolve())
+    assert (params.port, params.hostnames, params.api_keys) == (40123, ["127.0.0.1"], ["k-123"])
+    assert (params.n_ctx, params.n_parallel, params.cpuparams.n_threads) == (2048, 1, 3)
+    assert params.model_alias == {"qwen"} and args.watch_stdin
+    assert params.offline  # llama.cpp must never fetch a model itself
+    assert 0 < params.cache_ram_mib <= 1024  # not llama.cpp's 8 GiB default
+
+    env = child_env(server.api_key)
+    assert env[serve.KEY_ENV] == server.api_key and server.api_key not in argv  # not visible in `ps`
+
+
+async def test_a_model_that_fails_to_load_is_reported_with_its_cause(fake_gguf, tmp_path):
+    """The real child on a file with the GGUF magic but nothing else: llama.cpp refuses it, the
+    child exits, and the error says why (from the log) instead of timing out."""
+    require_xllamacpp()
+    client = LocalModelClient(model_path=fake_gguf, cache_dir=tmp_path / "cache", startup_timeout=60, env={})
+    with pytest.raises(ProviderUnavailable, match="exited with code 1 while starting") as info:
+        await client.ensure_ready()
+    assert "failed to load model" in str(info.value)
 
 
 @pytest.mark.localmodel
@@ -274,8 +324,10 @@ async def test_real_model_streams_a_chinese_answer(real_client):
     assert text == done.text and len(deltas) > 1  # streamed, not delivered in one piece
     assert text != default_reply({"messages": messages})  # not the fake server's canned reply
     assert done.finish_reason in ("stop", "length")
-    # llama_cpp.server 0.3.36 sends no usage in streams: the counts are flagged estimates.
-    assert done.completion_tokens > 0 and done.prompt_tokens > 0 and done.usage_estimated
+    # The server's own counts, not estimates: 24 tokens asked for, and a prompt of a few dozen.
+    assert not done.usage_estimated
+    assert 0 < done.completion_tokens <= 24 and done.prompt_tokens > 10
+    assert done.finish_reason == "stop" or done.completion_tokens == 24
 
 
 @pytest.mark.localmodel
@@ -328,6 +380,110 @@ async def test_real_model_runs_a_short_duel_with_a_report(real_client):
     for turn in turns:
         assert CJK.search(turn.text), turn.text  # real Chinese text from the model
         assert 0 < len(turn.summary) <= 80
+        assert not turn.usage_estimated and 0 < turn.completion_tokens <= 40  # the server's own counts
     report = sink.of(Report)
     assert report and "中立收束" in report[0].verdict_markdown
     assert report[0].data["pair_key"] == "huineng-vs-yinguang"
+
+
+@pytest.mark.localmodel
+@pytest.mark.timeout(120)
+async def test_real_model_follows_a_grammar(real_client):
+    """`grammar=` (GBNF, sent as the request's `grammar` field) constrains the streamed reply."""
+    assert real_client.supports_grammar and not LLMClient.supports_grammar
+    await real_client.ensure_ready()
+    grammar = r'root ::= "结论：" ("是" | "否") "，理由：" [\u4e00-\u9fff]{2,8} "。"'
+    shape = re.compile(r"结论：[是否]，理由：[\u4e00-\u9fff]{2,8}。")
+    question = [{"role": "user", "content": "水在标准大气压下 100 摄氏度会沸腾吗？"}]
+    stream = real_client.stream(question, max_tokens=40, temperature=0, grammar=grammar)
+    deltas = [d async for d in stream]
+    text = "".join(deltas)
+
+    assert shape.fullmatch(text), text
+    assert stream.completion.finish_reason == "stop" and not stream.completion.usage_estimated
+
+    # Without the grammar the same question gets free text, so the test above can fail.
+    free = real_client.stream(question, max_tokens=40, temperature=0)
+    assert not shape.fullmatch("".join([d async for d in free]))
+
+    # A grammar llama.cpp cannot parse is refused at once, not retried.
+    with pytest.raises(ProviderError, match="HTTP 400") as info:
+        async for _ in real_client.stream(question, max_tokens=4, grammar="root ::= undefined-rule"):
+            pass
+    assert not info.value.retryable
+
+
+@pytest.mark.localmodel
+@pytest.mark.timeout(120)
+def test_real_server_ignores_the_apps_port_and_host(tmp_path, monkeypatch):
+    """`make run PORT=8000`: the app's PORT/HOST (and llama.cpp's own LLAMA_ARG_*) must not move
+    the model server. The port named there is held here, so a child that tried it would die."""
+    require_real_model()
+    LocalModelServer.stop_all()  # one model in memory at a time
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        for name in ("PORT", "LLAMA_ARG_PORT"):
+            monkeypatch.setenv(name, str(taken))
+        for name in ("HOST", "LLAMA_ARG_HOST"):
+            monkeypatch.setenv(name, "0.0.0.0")
+        server = LocalModelServer(real_model_path(), cache_dir=tmp_path, startup_timeout=120)
+        try:
+            assert server.ensure_running() == f"http://127.0.0.1:{server.port}/v1"
+            assert server.port != taken and server.ready()
+        finally:
+            server.stop()
+
+
+_PARENT = """
+import sys
+sys.path.insert(0, {root!r})
+from debates.providers.local.server import LocalModelServer
+server = LocalModelServer({model!r}, cache_dir={cache!r}, startup_timeout=120)
+server.ensure_running()
+print(server.pid, flush=True)
+sys.stdin.readline()  # until the test closes the pipe (or kills this process first)
+"""
+
+
+def _process_gone(pid: int, within: float) -> bool:
+    """True once `pid` has exited (a zombie nobody reaped counts as exited)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.localmodel
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_real_server_stops_with_the_app(tmp_path, how):
+    """exit: the app ends normally (atexit stops the child). kill: the app is SIGKILLed, no atexit
+    runs, and the child notices its stdin pipe closing."""
+    require_real_model()
+    LocalModelServer.stop_all()
+    code = _PARENT.format(root=str(ROOT), model=str(real_model_path()), cache=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert not _process_gone(child, within=0.5), "the model server should be running now"
+        if how == "kill":
+            parent.send_signal(signal.SIGKILL)
+        else:
+            parent.stdin.close()
+        assert parent.wait(30) == (-signal.SIGKILL if how == "kill" else 0)
+        assert _process_gone(child, within=20), f"model server {child} outlived the app ({how})"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pipe in (parent.stdin, parent.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()

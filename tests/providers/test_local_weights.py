@@ -216,12 +216,15 @@ def test_hub_download_is_off_by_default(tmp_path, monkeypatch):
 
 
 def test_the_child_never_inherits_the_apps_port(monkeypatch):
-    """llama_cpp.server lets PORT/HOST override --port/--host: `make run PORT=8000` must not make
-    the model server try to bind the app's own port."""
+    """llama_cpp.server let PORT/HOST override --port/--host, and llama.cpp's tools read
+    LLAMA_ARG_*: `make run PORT=8000` must not make the model server try to bind the app's own
+    port (test_local_model.py checks the same on the real server)."""
     from debates.providers.local import child_env
 
     monkeypatch.setenv("PORT", "8200")
     monkeypatch.setenv("HOST", "0.0.0.0")
+    monkeypatch.setenv("LLAMA_ARG_PORT", "8200")
     monkeypatch.setenv("AGORA_KEEP_ME", "1")
     env = child_env()
-    assert "PORT" not in env and "HOST" not in env and env["AGORA_KEEP_ME"] == "1"
+    assert "PORT" not in env and "HOST" not in env and "LLAMA_ARG_PORT" not in env
+    assert env["AGORA_KEEP_ME"] == "1"
