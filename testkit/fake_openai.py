@@ -232,7 +232,12 @@ def default_reply(request: dict[str, Any]) -> str:
     pool = ZH_SENTENCES if chinese else _EN_SENTENCES
     picked = [pool[b % len(pool)] for b in digest[:3]]
     joiner = "" if chinese else " "
-    return f"[{digest.hex()[:6]}] " + joiner.join(picked)
+    text = f"[{digest.hex()[:6]}] " + joiner.join(picked)
+    if "可证伪：是 / 否" in last_user:
+        # The panel's admission form: answered as a model that follows it would, so a debate on
+        # the fake server gets past admission (which refuses an answer it cannot read).
+        return f"类型：选择决策型\n可证伪：是\n理由：{text}\n话题标识：sample-debate-topic"
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

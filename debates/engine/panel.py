@@ -151,7 +151,8 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                 text(
                     gettext_noop(
                         "Admission could not be judged: asked twice, the host named no proposition type or did not "
-                        "say whether it can be falsified (last answer: %(answer)s). Start again, stating the type."
+                        "say whether it can be falsified (last answer: %(answer)s). Rephrase the proposition as a "
+                        "decision or a claim that can be tested, and start again."
                     ),
                     answer=verbatim(clip(again.text, 160)),
                 ),

@@ -6,12 +6,15 @@ Same engine, same persistence as the web: the debate is saved and can be opened 
 import asyncio
 import sys
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import translation
 
-from debates import runner
+from debates import reports, runner
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.forms import create_debate
+from debates.specs import question_language
 
 
 class TerminalSink:
@@ -85,6 +88,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-interrupt", action="store_true", help="run through the roundtable checkpoint")
         parser.add_argument("--model", default="", help="model name for the default provider")
         parser.add_argument(
+            "--language",
+            default="",
+            choices=["", *(code for code, _ in settings.LANGUAGES)],
+            help="the report's language (default: the question's)",
+        )
+        parser.add_argument(
             "--owner",
             default="",
             help="username that owns the debate (sees and shares it on the web); without it only users "
@@ -131,6 +140,7 @@ class Command(BaseCommand):
         report = getattr(debate, "report", None)
         self.stdout.write(f"\n\n结果 outcome: {outcome} {debate.status_detail}\n")
         if report is not None:
-            self.stdout.write("\n" + report.verdict_markdown + "\n")
+            with translation.override(opts["language"] or question_language(debate.question)):
+                self.stdout.write("\n" + reports.verdict_markdown(report) + "\n")
         if outcome not in ("done",):
             raise CommandError(f"the debate ended as {outcome}: {debate.status_detail}")

@@ -177,6 +177,7 @@ class LocalModelClient(OpenAICompatibleClient):
         stop: Sequence[str] | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        key: str | None = None,
         grammar: str | None = None,
     ) -> ChatStream:
         """`grammar`: a GBNF grammar (llama.cpp's dialect, e.g. `root ::= "是" | "否"`) the reply must
@@ -186,7 +187,7 @@ class LocalModelClient(OpenAICompatibleClient):
             if extra and "grammar" in extra:
                 raise ValueError("pass the grammar once: grammar= or extra['grammar'], not both")
             extra = {**(extra or {}), "grammar": grammar}
-        return super().stream(messages, max_tokens=max_tokens, stop=stop, temperature=temperature, extra=extra)
+        return super().stream(messages, max_tokens=max_tokens, stop=stop, temperature=temperature, extra=extra, key=key)
 
     async def ensure_ready(self, on_status: StatusCallback | None = None) -> None:
         """Join/verify the weights (first run), start or restart the server, point the client at it.
