@@ -174,6 +174,13 @@ def test_the_404_says_nothing_about_whether_a_debate_exists(debug, alice, bob):
     assert strip(existing.content.decode()) == strip(missing.content.decode())
 
 
+def test_an_address_nothing_answers_gets_the_friendly_404_in_production(settings):
+    settings.DEBUG = False
+    response = Client().get("/no/such/page/", **ZH)
+    assert response.status_code == 404
+    assert "找不到这个页面" in response.content.decode() and 'href="/"' in response.content.decode()
+
+
 def test_an_invalid_setup_link_says_what_to_do(debug):
     response = Client().get("/setup/" + "x" * 43 + "/", **EN)
     assert response.status_code == 404

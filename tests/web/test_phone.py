@@ -84,9 +84,15 @@ async def test_start_form(chromium, agora, view):
     assert await page.locator(".sides-help").is_visible() and not await page.locator(".seat-help").is_visible()
     await check_fits(page, "start-moderated", view)
 
+    await choose_format(page, "roundtable")
+    assert await page.locator("#field-no_interrupt input[type=checkbox]").is_visible()
+    assert not await page.locator("#id_rounds").count() and not await page.locator(".sides").count()
+    await check_fits(page, "start-roundtable", view)
+
     await choose_format(page, "panel")
     assert await page.locator("#field-research_budget").is_visible()
     assert not await page.locator("#id_rounds").count()
+    assert not await page.locator("#field-no_interrupt").count()
     await check_fits(page, "start-panel", view)
 
     # An over-long question: the counter turns red, the server says so beside the field, whole.
