@@ -85,7 +85,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_tasks",
-    "django_tasks_db",
+    "agora.apps.TasksConfig",  # django_tasks_db, under a translated name in the admin
     "agora",
     "personas",
     "debates",
@@ -103,6 +103,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "agora.errors.FriendlyErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "agora.urls"

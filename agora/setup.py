@@ -5,10 +5,10 @@ from django.contrib.auth import get_user_model, login
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.views import LoginView
 from django.db import transaction
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
+from agora.errors import NotFound
 from agora.models import SetupToken
 
 
@@ -25,12 +25,12 @@ class OwnerForm(UserCreationForm):
 def setup(request, token: str):
     # Once an account exists the link is spent, whoever holds it; a wrong token reveals nothing.
     if not no_account_yet() or not SetupToken.matches(token):
-        raise Http404(_("This setup link is not valid (any more). Log in, or ask for a new link."))
+        raise NotFound(_("This setup link is not valid (any more). Log in, or ask for a new link."))
     form = OwnerForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             if not no_account_yet():  # two tabs racing: the first one wins
-                raise Http404(_("This setup link is not valid (any more). Log in, or ask for a new link."))
+                raise NotFound(_("This setup link is not valid (any more). Log in, or ask for a new link."))
             user = form.save(commit=False)
             user.is_staff = user.is_superuser = True
             user.save()

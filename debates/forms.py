@@ -7,67 +7,82 @@ fields into the format's options and its answers into errors beside the fields.
 
 from __future__ import annotations
 
-import dataclasses
-from collections import OrderedDict
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from django import forms
 from django.db import transaction
-from django.utils.translation import gettext
+from django.forms import BoundField
+from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
 from debates.engine import registry
-from debates.engine.spec import UnknownOptions
+from debates.engine.format import Format, Mode
+from debates.engine.spec import CommonOptions, UnknownOptions
 from debates.models import Debate, Provider, Seat
 from debates.specs import library_spec, persona_spec
-from personas.models import Persona
+from personas.models import Library, Persona
 
 MAX_TOPIC = 1000
 MAX_EVIDENCE = 20000
-
-
-def persona_choices():
-    groups = OrderedDict()
-    for persona in Persona.objects.select_related("library").order_by("library__name", "kind", "tier", "slug"):
-        # Shown as option text: without direction overrides or zero-width characters (see `visible`).
-        label = f"{strip_invisible(persona.name)} · {persona.slug}"
-        groups.setdefault(strip_invisible(persona.library.name), []).append((persona.slug, label))
-    return list(groups.items())
+SIDES = ("for", "against")
 
 
 def format_choices():
     return [(fmt.name, _(fmt.label)) for fmt in registry.all_formats()]
 
 
-def mode_choices():
-    modes = [(m.name, _(m.label)) for fmt in registry.all_formats() for m in fmt.modes]
-    return [("", "—"), *modes]
+def position_field(slug: str) -> str:
+    """The form field that carries one seat's side (radio buttons on its persona card)."""
+    return f"position-{slug}"
+
+
+class TopicField(forms.CharField):
+    """Browsers send a textarea's line breaks as CRLF but show and count each as one character:
+    count as the page's counter does, so a question it accepts is not refused here."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value.replace("\r\n", "\n") if value else value
+
+
+class PersonaSlugsField(forms.Field):
+    """The chosen personas' slugs, in seat order. Not a choice field: its "not one of the
+    available choices" error would name the slug; `clean_personas` says what is wrong in words."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value):
+        if not value:
+            return []
+        return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 class DebateForm(forms.Form):
-    topic = forms.CharField(label=_("Question"), max_length=MAX_TOPIC, widget=forms.Textarea(attrs={"rows": 3}))
-    format = forms.ChoiceField(label=_("Format"), choices=format_choices, initial=lambda: registry.names()[0])
-    personas = forms.MultipleChoiceField(
-        label=_("Personas at the table"),
-        required=False,
-        widget=forms.SelectMultiple(attrs={"size": 12}),
-        help_text=_("Leave empty to let Agora choose (duel pairing, the five panel roles, recommended roles)."),
+    topic = TopicField(label=_("Question"), max_length=MAX_TOPIC, widget=forms.Textarea(attrs={"rows": 3}))
+    format = forms.ChoiceField(
+        label=_("Format"),
+        choices=format_choices,
+        initial=lambda: registry.names()[0],
+        error_messages={"invalid_choice": _("Choose one of the formats in the list.")},
     )
+    personas = PersonaSlugsField(label=_("Personas at the table"), required=False)
     rounds = forms.IntegerField(label=_("Rounds"), required=False, min_value=1)
-    mode = forms.ChoiceField(label=_("Mode"), required=False, choices=mode_choices)
-    positions = forms.CharField(
-        label=_("Positions"),
-        required=False,
-        max_length=2000,
-        help_text=_("Position-based debates: slug=for, slug=against (comma-separated)."),
-    )
+    mode = forms.CharField(label=_("Mode"), required=False, max_length=40)
     research_budget = forms.ChoiceField(
         label=_("Research budget"),
         initial="standard",
         required=False,
         choices=[("light", _("light")), ("standard", _("standard")), ("deep", _("deep"))],
+        error_messages={"invalid_choice": _("Choose light, standard or deep.")},
+        help_text=_("Deeper research lets the panel spend more tokens and time."),
     )
-    no_interrupt = forms.BooleanField(label=_("No interrupt (run through the roundtable checkpoint)"), required=False)
+    no_interrupt = forms.BooleanField(
+        label=_("No interrupt (run through the roundtable checkpoint)"),
+        required=False,
+        help_text=_("Otherwise the roundtable pauses after the first round so you can add facts."),
+    )
     evidence = forms.CharField(
         label=_("Material for the evidence pack"),
         required=False,
@@ -89,12 +104,35 @@ class DebateForm(forms.Form):
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text=_("One per line: slug = model, or slug = provider/model."),
+        help_text=_("One line per seat: id = model, or id = provider/model (each card shows its persona's id)."),
     )
 
+    # The form fields that set a format's own options (those not every format takes), shown only
+    # for a format whose `Options` has them; rounds and mode have their own places on the page.
+    PLACED_ELSEWHERE = {"rounds", "mode", "evidence"}
+
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
         super().__init__(*args, **kwargs)
-        self.fields["personas"].choices = persona_choices()
+
+    @property
+    def fmt(self) -> Format:
+        """The format the form is about: the one posted (or asked for), else the first."""
+        try:
+            return registry.get(self["format"].value() or "")
+        except ValueError:
+            return registry.all_formats()[0]
+
+    @property
+    def format_switched(self) -> bool:
+        """Posted from a page that showed another format's personas and options (a browser without
+        script changed the format and submitted): those fields belong to the other format."""
+        shown = self.data.get("part_format") if self.is_bound else None
+        return bool(shown) and shown != self.data.get("format")
+
+    def option_fields(self, fmt: Format) -> list[str]:
+        own = fmt.Options.names() - CommonOptions.names() - self.PLACED_ELSEWHERE
+        return [name for name in self.fields if name in own]
 
     def clean_topic(self):
         topic = strip_invisible(self.cleaned_data["topic"]).strip()
@@ -109,40 +147,58 @@ class DebateForm(forms.Form):
         return strip_invisible(self.cleaned_data.get("evidence", ""))
 
     def clean_personas(self):
-        slugs = self.data.getlist("personas") if hasattr(self.data, "getlist") else self.data.get("personas", [])
-        slugs = [s for s in slugs if s]
-        duplicates = sorted({s for s in slugs if slugs.count(s) > 1})
-        if duplicates:
-            raise forms.ValidationError(
-                _("Each persona can sit only once: %(dups)s.") % {"dups": ", ".join(duplicates)}
-            )
+        slugs = [s for s in self.cleaned_data.get("personas", []) if s]
+        if self.format_switched:
+            return []  # chosen from another format's library; `clean` says what to do
         found = {p.slug: p for p in Persona.objects.filter(slug__in=slugs).select_related("library")}
-        unknown = [s for s in slugs if s not in found]
-        if unknown:
-            raise forms.ValidationError(_("Unknown persona: %(slugs)s.") % {"slugs": ", ".join(unknown)})
-        hosts = [found[s].name for s in slugs if found[s].kind != Persona.Kind.DEBATER]
+        if any(s not in found for s in slugs):
+            raise forms.ValidationError(_("A chosen persona is not in the libraries (any more): choose again."))
+
+        def names(chosen):
+            return ", ".join(strip_invisible(p.name) for p in chosen)
+
+        duplicates = [found[s] for s in dict.fromkeys(s for s in slugs if slugs.count(s) > 1)]
+        if duplicates:
+            raise forms.ValidationError(_("Each persona can sit only once: %(names)s.") % {"names": names(duplicates)})
+        fmt_name = self.cleaned_data.get("format")
+        elsewhere = [found[s] for s in slugs if fmt_name and found[s].library.format != fmt_name]
+        if elsewhere:
+            raise forms.ValidationError(
+                _("Not in this format's persona library: %(names)s. Choose among this format's personas.")
+                % {"names": names(elsewhere)}
+            )
+        hosts = [found[s] for s in slugs if found[s].kind != Persona.Kind.DEBATER]
         if hosts:
             raise forms.ValidationError(
-                _("%(names)s hosts or moderates and cannot debate; choose debaters.") % {"names": ", ".join(hosts)}
+                _("%(names)s hosts or moderates and cannot debate; choose debaters.") % {"names": names(hosts)}
             )
         return [found[s] for s in slugs]
 
     def clean(self):
         data = super().clean()
         fmt_name, personas = data.get("format"), data.get("personas")
-        if not fmt_name or personas is None:
+        if not fmt_name:
+            return data
+        if self.format_switched:
+            self.add_error(None, _("You changed the format: choose its personas and options below, then start."))
+            return data
+        if personas is None:
             return data
         fmt = registry.get(fmt_name)
         if data.get("mode") and fmt.mode(data["mode"]) is None:
-            self.add_error("mode", _("This format has no mode “%(mode)s”.") % {"mode": data["mode"]})
+            if fmt.modes:
+                labels = ", ".join(gettext(m.label) for m in fmt.modes)
+                self.add_error("mode", _("Choose one of this format's modes: %(modes)s.") % {"modes": labels})
+            else:
+                self.add_error("mode", _("This format has no modes; leave Mode empty."))
             return data
         if data.get("rounds") is not None and not fmt.rounds.user_sets:
             self.add_error("rounds", _("This format sets its own rounds; leave Rounds empty."))
             return data
         try:
             data["options"] = fmt.Options.from_dict(self._option_values(fmt, data))
-        except (UnknownOptions, TypeError, ValueError) as error:  # a field the format does not take
-            self.add_error(None, str(error))
+        except (UnknownOptions, TypeError, ValueError):  # cannot happen from the page: a bug, said plainly
+            self.add_error(None, _("These options do not fit this format."))
             return data
         library = library_spec(fmt, personas)
         question = data.get("topic", "")  # an invalid question has its own error; seats are still checked
@@ -150,28 +206,30 @@ class DebateForm(forms.Form):
         for field, problem in problems.items():
             self.add_error(field if field in self.fields else None, problem.render(gettext))
         mode = fmt.mode(getattr(data["options"], "mode", ""))
-        data["position_map"] = self._check_positions(mode, personas, data.get("positions", ""))
+        data["position_map"] = self._read_positions(mode, personas)
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         return data
 
     def _option_values(self, fmt, data) -> dict:
         """The form's values for the options this format takes (others are not its business)."""
-        names = {f.name for f in dataclasses.fields(fmt.Options)} & set(self.fields)
+        names = fmt.Options.names() & set(self.fields)
         return {name: data[name] for name in names if data.get(name) not in (None, "", False)}
 
-    def _check_positions(self, mode, personas, text) -> dict[str, str]:
-        positions = {}
-        slugs = {p.slug for p in personas}
-        for item in filter(None, (part.strip() for part in text.replace("\n", ",").split(","))):
-            slug, _sep, side = (x.strip() for x in item.partition("="))
-            if slug not in slugs or side not in ("for", "against"):
-                self.add_error(
-                    "positions", _("“%(item)s” is not slug=for or slug=against for a chosen persona.") % {"item": item}
-                )
-                return {}
-            positions[slug] = side
-        if mode and mode.positions and personas and not {"for", "against"} <= set(positions.values()):
-            self.add_error("positions", _("Position-based needs at least one persona for and one against."))
+    def _read_positions(self, mode, personas) -> dict[str, str]:
+        """Each seat's side, from the radio buttons on its card, for a mode that assigns sides."""
+        if not (mode and mode.positions) or not personas:
+            return {}
+        positions = {p.slug: self.data.get(position_field(p.slug), "") for p in personas}
+        if any(side not in ("", *SIDES) for side in positions.values()):
+            self.add_error("personas", _("Choose for or against for each persona."))
+            return {}
+        undecided = [strip_invisible(p.name) for p in personas if not positions[p.slug]]
+        if undecided:
+            self.add_error(
+                "personas", _("Choose for or against for each persona: %(names)s.") % {"names": ", ".join(undecided)}
+            )
+        elif not set(SIDES) <= set(positions.values()):
+            self.add_error("personas", _("Position-based needs at least one persona for and one against."))
         return positions
 
     def _parse_seat_models(self, personas, text) -> dict[str, tuple[Provider | None, str]]:
@@ -180,7 +238,10 @@ class DebateForm(forms.Form):
         for line in filter(None, (line.strip() for line in text.splitlines())):
             slug, _sep, spec = (x.strip() for x in line.partition("="))
             if slug not in slugs or not spec:
-                self.add_error("seat_models", _("“%(line)s”: use slug = model for a chosen persona.") % {"line": line})
+                self.add_error(
+                    "seat_models",
+                    _("“%(line)s”: write a chosen persona's id, then = and the model.") % {"line": line},
+                )
                 return {}
             provider_name, _slash, model = spec.rpartition("/") if "/" in spec else ("", "", spec)
             provider = Provider.objects.filter(name=provider_name).first() if provider_name else None
@@ -216,15 +277,119 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
 
 
 def create_debate(values: dict, owner=None) -> tuple[Debate | None, dict]:
-    """For callers without a request (the CLI): validate `values` as the form would and save."""
+    """For callers without a request (the CLI): validate `values` as the form would and save.
+    `positions` is a {slug: "for" | "against"} mapping, posted as each card's radio buttons are."""
     from django.utils.datastructures import MultiValueDict
 
+    values = dict(values)
+    positions = values.pop("positions", None) or {}
     data = MultiValueDict(
         {k: v if isinstance(v, list) else [v] for k, v in values.items() if v not in (None, "", False)}
     )
+    for slug, side in positions.items():
+        data[position_field(slug)] = side
     if values.get("no_interrupt"):
         data["no_interrupt"] = "on"
     form = DebateForm(data)
     if not form.is_valid():
         return None, {field: [str(m) for m in msgs] for field, msgs in form.errors.items()}
     return save_debate(form, owner), {}
+
+
+# -- what the page shows for the chosen format ---------------------------------------------------
+
+
+@dataclass
+class Card:
+    """One persona the user may seat: a checkbox, the name, one line about them and, for a mode
+    that assigns sides, for/against radio buttons."""
+
+    slug: str
+    name: str
+    description: str
+    chosen: bool = False
+    side: str = ""
+
+    @property
+    def position_field(self) -> str:
+        return position_field(self.slug)
+
+
+@dataclass
+class Shelf:
+    library: str
+    cards: list[Card] = dataclass_field(default_factory=list)
+
+
+@dataclass
+class FormatPart:
+    """The format-specific part of the start page (swapped when the format changes)."""
+
+    fmt: Format
+    shelves: list[Shelf]
+    modes: list[Mode]
+    mode: str  # the chosen (or default) mode's name
+    seat_bounds: str  # "2", "3–5"
+    agora_chooses: bool
+    rounds: bool  # the user sets the number of rounds
+    rounds_default: int | None
+    rounds_max: int | None
+    options: list[BoundField]
+    stray_errors: list[str]  # errors of fields this format does not show
+
+    @property
+    def takes_positions(self) -> bool:
+        return any(m.positions for m in self.modes)
+
+
+def describe(persona: Persona) -> str:
+    """The persona's one line in the viewer's language: English viewers read the English line when
+    the library has one."""
+    english = (get_language() or "").startswith("en")
+    return strip_invisible((persona.description_en if english else "") or persona.description)
+
+
+def format_part(form: DebateForm) -> FormatPart:
+    fmt = form.fmt
+    fresh = form.format_switched or not form.is_bound  # nothing chosen yet for this format
+    chosen = [] if fresh else [s for s in form.data.getlist("personas") if s] if hasattr(form.data, "getlist") else []
+    libraries = Library.objects.filter(format=fmt.name).order_by("name", "pk")
+    shelves = []
+    for library in libraries.prefetch_related("personas"):
+        debaters = [p for p in library.personas.all() if p.kind == Persona.Kind.DEBATER]
+        debaters.sort(key=lambda p: (p.tier, p.slug))
+        cards = [
+            Card(
+                p.slug,
+                strip_invisible(p.name),
+                describe(p),
+                chosen=p.slug in chosen,
+                side="" if fresh else str(form.data.get(position_field(p.slug), "")),
+            )
+            for p in debaters
+        ]
+        shelves.append(Shelf(strip_invisible(library.name), cards))
+    mode_value = "" if fresh else str(form["mode"].value() or "")
+    mode = fmt.mode(mode_value) or fmt.mode("")
+    low, high = fmt.seating.count
+    protocol = dict(libraries[0].protocol) if libraries else {}
+    options = form.option_fields(fmt)
+    shown = {"topic", "format", "personas", "evidence", "provider", "model", "seat_models", *options}
+    if fmt.modes:
+        shown.add("mode")
+    if fmt.rounds.user_sets:
+        shown.add("rounds")
+    stray = [str(e) for name, errors in form.errors.items() if name != "__all__" and name not in shown for e in errors]
+    return FormatPart(
+        fmt=fmt,
+        shelves=shelves,
+        modes=list(fmt.modes),
+        mode=mode.name if mode else "",
+        seat_bounds=str(low) if low == high else f"{low}–{high}",
+        agora_chooses=fmt.seating.agora_chooses,
+        rounds=fmt.rounds.user_sets,
+        rounds_default=fmt.rounds.default_for(protocol),
+        rounds_max=fmt.rounds.maximum_for(protocol),
+        options=[form[name] for name in options],
+        stray_errors=stray,
+    )

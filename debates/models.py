@@ -153,6 +153,8 @@ class Seat(models.Model):
     model = models.CharField(_("model"), max_length=120, blank=True)
 
     class Meta:
+        verbose_name = _("seat")
+        verbose_name_plural = _("seats")
         ordering = ["order", "id"]
         constraints = [
             models.UniqueConstraint(fields=["debate", "persona"], name="seat_unique_persona"),
@@ -194,6 +196,8 @@ class Turn(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("turn")
+        verbose_name_plural = _("turns")
         ordering = ["position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["debate", "key"], name="turn_unique_key"),
@@ -212,6 +216,10 @@ class Report(models.Model):
     transcript_markdown = models.TextField()
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("report")
+        verbose_name_plural = _("reports")
 
     def __str__(self):
         return f"report of {self.debate_id}"

@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("debates/new/", views.new, name="new"),
+    path("debates/new/part/", views.new_part, name="new_part"),
     path("debates/suggest/", views.suggest, name="suggest"),
     path("debates/<int:pk>/", views.live, name="live"),
     path("debates/<int:pk>/report/", views.report, name="report"),

@@ -5,12 +5,18 @@ Views create, stop and resume debates; they never call a provider and never run 
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
@@ -19,7 +25,7 @@ from debates import charts, consumers, control, frames
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.text import topic_slug
-from debates.forms import DebateForm, save_debate
+from debates.forms import MAX_TOPIC, DebateForm, format_part, save_debate
 from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Provider, Status, Turn, new_share_token
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
 from debates.reports import transcript_markdown, verdict_markdown
@@ -35,29 +41,63 @@ def shows_internals(user) -> bool:
 
 @require_GET
 def home(request):
-    debates = visible_debates(request.user)
+    everything = visible_debates(request.user)
     q = request.GET.get("q", "").strip()
     fmt = request.GET.get("format", "")
     status = request.GET.get("status", "")
+    filters = {}
+    debates = everything
     if q:
-        debates = debates.filter(question__icontains=q)
+        debates, filters["q"] = debates.filter(question__icontains=q), q
     if fmt in registry.names():
-        debates = debates.filter(format=fmt)
+        debates, filters["format"] = debates.filter(format=fmt), fmt
     if status in Status.values:
-        debates = debates.filter(status=status)
+        debates, filters["status"] = debates.filter(status=status), status
     page = Paginator(debates, 20).get_page(request.GET.get("page"))
     context = {
         "page": page,
         "q": q,
         "format": fmt,
         "status": status,
+        "filtered": bool(filters),
+        # "Nothing matches" only means something when there is something to match.
+        "none_at_all": not page.object_list and (not filters or not everything.exists()),
+        "filters_query": urlencode(filters),
         "formats": [(f.name, _(f.label)) for f in registry.all_formats()],
         "statuses": Status.choices,
         "libraries": Library.objects.prefetch_related("personas"),
     }
-    if request.htmx:
-        return render(request, "home.html#history", context)
-    return render(request, "home.html", context)
+    # A history restore (back button, cache gone) wants the whole page, not the list.
+    if request.htmx and not request.htmx.history_restore_request:
+        response = render(request, "home.html#history", context)
+        # The address bar shows the filters (reload and sharing keep them), without empty ones.
+        response["HX-Push-Url"] = reverse("debates:home") + (f"?{context['filters_query']}" if filters else "")
+    else:
+        response = render(request, "home.html", context)
+    # The list alone and the whole page live at one address: caches must keep them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _start_page(request, form: DebateForm) -> dict:
+    topic = str(form["topic"].value() or "")
+    part = format_part(form)
+    mode = str(form["mode"].value() or "") if form.is_bound else ""
+    return {
+        "form": form,
+        "part": part,
+        "suggestion": _suggestion_html(request, part.fmt, topic, mode) if topic.strip() else "",
+        "advanced": [form["provider"], form["model"], form["seat_models"]],
+        "providers": [p for p in Provider.objects.all() if p.offered_models],
+        "max_topic": MAX_TOPIC,
+        # Counted as the page's script counts: code points, a line break as one.
+        "topic_length": len(topic.replace("\r\n", "\n")),
+    }
+
+
+def _initial_format(request) -> str:
+    name = request.GET.get("format", "")
+    return name if name in registry.names() else registry.names()[0]
 
 
 @login_required
@@ -72,26 +112,55 @@ def new(request):
             else:
                 return redirect(debate)
     else:
-        form = DebateForm(initial={"topic": request.GET.get("topic", "")})
-    providers = [p for p in Provider.objects.all() if p.offered_models]
-    return render(request, "debates/new.html", {"form": form, "providers": providers})
+        form = DebateForm(initial={"topic": request.GET.get("topic", ""), "format": _initial_format(request)})
+    return render(request, "debates/new.html", _start_page(request, form))
+
+
+@login_required
+@require_GET
+def new_part(request):
+    """The start page's format-specific part for another format (htmx swaps it in), with that
+    format's suggestion for the question. The address follows, so a reload shows the same format."""
+    fmt_name = _initial_format(request)
+    form = DebateForm(initial={"format": fmt_name})
+    context = {
+        "form": form,
+        "part": format_part(form),
+        "suggestion": _suggestion_html(request, registry.get(fmt_name), request.GET.get("topic", "")),
+    }
+    response = render(request, "debates/new.html#format_part", context)
+    response["HX-Replace-Url"] = f"{reverse('debates:new')}?{urlencode({'format': fmt_name})}"
+    return response
+
+
+def _suggestion_html(request, fmt, topic: str, mode: str = "") -> str:
+    """What the format would do with the question if nobody is chosen. Where the submit would
+    refuse that (`fmt.check`), the box says so instead of suggesting: both must agree."""
+    topic = topic[:MAX_TOPIC]
+    chosen = fmt.mode(mode) or fmt.mode("")
+    options = fmt.Options.from_dict({"mode": chosen.name} if chosen and "mode" in fmt.Options.names() else {})
+    library = library_spec(fmt)
+    suggestion = fmt.suggest(topic, library, options)
+    refusal = suggestion.refusal
+    if refusal is None and topic.strip():
+        refusal = fmt.check(topic, [], options, library).get("personas")
+    context = {
+        "personas": [] if refusal else suggestion.personas,
+        "note": suggestion.note.render(_) if suggestion.note and not refusal else "",
+        "refusal": refusal.render(_) if refusal else "",
+    }
+    # Stripped, so that an empty box is :empty and takes no room.
+    return mark_safe(render_to_string("debates/_suggest.html", context, request).strip())  # noqa: S308 - our template
 
 
 @require_GET
 def suggest(request):
     """What the format would do with the question, as the user types (htmx partial)."""
-    topic = request.GET.get("topic", "")[:1000]
     try:
         fmt = registry.get(request.GET.get("format", ""))
     except ValueError:
         fmt = registry.all_formats()[0]
-    suggestion = fmt.suggest(topic, library_spec(fmt))
-    context = {
-        "personas": suggestion.personas,
-        "note": suggestion.note.render(_) if suggestion.note else "",
-        "refusal": suggestion.refusal.render(_) if suggestion.refusal else "",
-    }
-    return render(request, "debates/_suggest.html", context)
+    return HttpResponse(_suggestion_html(request, fmt, request.GET.get("topic", ""), request.GET.get("mode", "")))
 
 
 @require_GET

@@ -390,7 +390,7 @@ class Moderated(Format):
                 problems["personas"] = text(gettext_noop("Position-based: choose the personas and their sides."))
             elif len(picks) < 2:
                 problems["personas"] = text(
-                    gettext_noop("No persona scores 0.5 or more for this question: choose 2–8 personas yourself.")
+                    gettext_noop("Fewer than two personas fit this question well enough: choose 2–8 personas yourself.")
                 )
         return problems
 

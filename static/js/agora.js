@@ -30,6 +30,28 @@
     }
   });
 
+  // A character counter for a field that names one (data-counter: the counter's id; data-max).
+  // Counts code points, as the server does, so an emoji is one; going over turns it red, and the
+  // server refuses the question with its error beside the field (nothing is cut silently).
+  function count(field) {
+    var counter = document.getElementById(field.getAttribute("data-counter"));
+    if (!counter) return;
+    var max = parseInt(field.getAttribute("data-max"), 10);
+    var length = Array.from(field.value).length;
+    counter.textContent = length + " / " + max;
+    counter.classList.toggle("over", length > max);
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target.matches && event.target.matches("[data-counter]")) count(event.target);
+  });
+  // A restored draft (back button, reload) is counted too.
+  function countAll() {
+    document.querySelectorAll("[data-counter]").forEach(count);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", countAll);
+  else countAll();
+  window.addEventListener("pageshow", countAll);
+
   // A live page's socket closed by the server for a reason the viewer should know: say why,
   // in the words the page carries, and do not reconnect.
   document.addEventListener("htmx:wsClose", function (event) {

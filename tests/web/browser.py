@@ -32,12 +32,20 @@ async def export(page, agora, pk: int) -> dict:
     return await response.json()
 
 
+async def choose_format(page, fmt: str) -> None:
+    """Pick a format and wait for htmx to swap in its part (its persona cards and options)."""
+    if await page.locator(f'#format-part[data-format="{fmt}"]').count():
+        return
+    await page.select_option("#id_format", fmt)
+    await page.wait_for_selector(f'#format-part[data-format="{fmt}"]')
+
+
 async def start(page, agora, topic: str, fmt: str = "duel", personas=(), rounds: str = "", extra=None) -> int:
     await page.goto(f"{agora.url}/debates/new/")
     await page.fill("#id_topic", topic)
-    await page.select_option("#id_format", fmt)
-    if personas:
-        await page.select_option("#id_personas", list(personas))
+    await choose_format(page, fmt)
+    for slug in personas:
+        await page.check(f"#persona-{slug}")
     if rounds:
         await page.fill("#id_rounds", rounds)
     for selector, value in (extra or {}).items():

@@ -15,6 +15,7 @@ from debates.engine import events as ev
 from debates.engine import registry
 from debates.forms import create_debate
 from debates.specs import question_language
+from personas.models import Persona
 
 
 class TerminalSink:
@@ -73,6 +74,17 @@ class TerminalSink:
             self.write(f"\n【{self.names[self.live]}】{''.join(self.buffers[self.live])}")
 
 
+def parse_positions(text: str) -> dict[str, str]:
+    """`a=for,b=against` → {"a": "for", "b": "against"}, as each persona card's for/against buttons post."""
+    positions = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        slug, _sep, side = (x.strip() for x in item.partition("="))
+        if not slug or side not in ("for", "against"):
+            raise CommandError(f"--positions: {item!r} is not slug=for or slug=against")
+        positions[slug] = side
+    return positions
+
+
 class Command(BaseCommand):
     help = "Run a debate in the terminal and print its report."
 
@@ -109,7 +121,7 @@ class Command(BaseCommand):
             "topic": opts["question"],
             "format": opts["format"],
             "personas": [s for s in opts["personas"].split(",") if s],
-            "positions": opts["positions"],
+            "positions": parse_positions(opts["positions"]),
             "rounds": opts["rounds"],
             "mode": opts["mode"],
             "research_budget": opts["budget"],
@@ -117,6 +129,14 @@ class Command(BaseCommand):
             "no_interrupt": opts["no_interrupt"] or not sys.stdin.isatty(),
             "model": opts["model"],
         }
+        known = Persona.objects.filter(slug__in=data["personas"]).values_list("slug", flat=True)
+        unknown = sorted(set(data["personas"]) - set(known))
+        if unknown:
+            # The form says "a chosen persona is not in the libraries" (the web page only offers
+            # existing ones); at the terminal the typed slug is what helps.
+            raise CommandError(
+                f"personas: no persona with the id(s) {', '.join(unknown)} (see the admin or manage.py export_library)"
+            )
         owner = None
         if opts["owner"]:
             from django.contrib.auth import get_user_model
