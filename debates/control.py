@@ -25,11 +25,15 @@ def dispatch(debate_id: int, *, force: bool = False) -> None:
     tasks.run_debate_task.enqueue(debate_id, force=force)
 
 
-def start(debate: Debate, **changes) -> None:
+def start(debate: Debate, *, prepare: Callable[[], None] | None = None, **changes) -> None:
     """Run a debate again (Resume, Retry turn, Continue at the checkpoint with `changes` such as
-    the user's reply): admitted under its owner's running limit, then dispatched.
-    Raises RunningLimitReached, changing nothing. Call it outside any transaction."""
-    running_limit.admit(debate, **changes)
+    the user's reply, and `prepare` for other rows to change with them): admitted under its
+    owner's running limit, then dispatched. Raises RunningLimitReached, changing nothing. Call it
+    outside any transaction."""
+    with transaction.atomic():
+        if prepare is not None:
+            prepare()
+        running_limit.admit(debate, **changes)
     dispatch(debate.pk)
 
 

@@ -26,6 +26,7 @@ from personas.models import Library, Persona
 
 MAX_TOPIC = 1000
 MAX_EVIDENCE = 20000
+MAX_CONTEXT = 2000
 SIDES = ("for", "against")
 
 
@@ -83,11 +84,38 @@ class DebateForm(forms.Form):
         required=False,
         help_text=_("Otherwise the roundtable pauses after the first round so you can add facts."),
     )
+    max_chars = forms.IntegerField(
+        label=_("Characters per speech"),
+        required=False,
+        min_value=1,
+        help_text=_("Empty: the library's limit. A longer speech is cut, and marked so."),
+    )
+    token_budget = forms.IntegerField(
+        label=_("Token budget"),
+        required=False,
+        min_value=1,
+        help_text=_("Empty: the format's own cap. Past it the speeches end and the verdict is still written."),
+    )
+    force = forms.BooleanField(
+        label=_("Debate anyway"),
+        required=False,
+        help_text=_(
+            "Otherwise the host first asks whether the question needs a debate at all, and answers a simple fact, a "
+            "single bug fix, an urgent or an already decided matter directly, saying why."
+        ),
+    )
     evidence = forms.CharField(
         label=_("Material for the evidence pack"),
         required=False,
         max_length=MAX_EVIDENCE,
         widget=forms.Textarea(attrs={"rows": 4}),
+    )
+    user_context = forms.CharField(
+        label=_("About you (optional)"),
+        required=False,
+        max_length=MAX_CONTEXT,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("Your situation and constraints (team, budget, deadline): every persona reads them."),
     )
     provider = forms.ModelChoiceField(
         label=_("Provider"), required=False, queryset=Provider.objects.all(), empty_label=_("default (environment)")
@@ -109,7 +137,7 @@ class DebateForm(forms.Form):
 
     # The form fields that set a format's own options (those not every format takes), shown only
     # for a format whose `Options` has them; rounds and mode have their own places on the page.
-    PLACED_ELSEWHERE = {"rounds", "mode", "evidence"}
+    PLACED_ELSEWHERE = {"rounds", "mode", "evidence", "user_context"}
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
@@ -145,6 +173,9 @@ class DebateForm(forms.Form):
 
     def clean_evidence(self):
         return strip_invisible(self.cleaned_data.get("evidence", ""))
+
+    def clean_user_context(self):
+        return strip_invisible(self.cleaned_data.get("user_context", "")).strip()
 
     def clean_personas(self):
         slugs = [s for s in self.cleaned_data.get("personas", []) if s]
@@ -370,11 +401,12 @@ def format_part(form: DebateForm) -> FormatPart:
         ]
         shelves.append(Shelf(strip_invisible(library.name), cards))
     mode_value = "" if fresh else str(form["mode"].value() or "")
-    mode = fmt.mode(mode_value) or fmt.mode("")
+    # A format whose default is a choice of its own ("from the question") shows it checked.
+    mode = None if fmt.mode_hint and not mode_value else fmt.mode(mode_value) or fmt.mode("")
     low, high = fmt.seating.count
     protocol = dict(libraries[0].protocol) if libraries else {}
     options = form.option_fields(fmt)
-    shown = {"topic", "format", "personas", "evidence", "provider", "model", "seat_models", *options}
+    shown = {"topic", "format", "personas", "evidence", "user_context", "provider", "model", "seat_models", *options}
     if fmt.modes:
         shown.add("mode")
     if fmt.rounds.user_sets:

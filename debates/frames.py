@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.template.loader import render_to_string
 from django.utils import translation
 
+from debates import table_change
 from debates.models import Debate, Turn
 
 PARTS = "debates/_live.html"
@@ -110,6 +111,7 @@ def stage_of(debate: Debate, turns=None) -> dict:
         "speaking": speaking,
         "failed_turn": any(t.state in unfinished[1:] for t in turns),
         "percent": min(100, round(100 * used / debate.token_cap)) if debate.token_cap else None,
+        "table": table_change.table_at_checkpoint(debate) if debate.status == "waiting" else None,
     }
 
 

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import charts, consumers, control, frames
+from debates import charts, consumers, control, frames, table_change
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.text import topic_slug
@@ -102,9 +102,12 @@ def _initial_format(request) -> str:
 
 @login_required
 def new(request):
+    notice = ""
     if request.method == "POST":
         form = DebateForm(request.POST)
-        if form.is_valid():
+        if form.is_valid() and form.fmt.confirms_choice and not form.cleaned_data["personas"]:
+            form, notice = _confirm_choice(request, form)
+        elif form.is_valid():
             try:
                 debate = control.start_new(lambda: save_debate(form, owner=request.user))
             except RunningLimitReached as refusal:
@@ -113,7 +116,19 @@ def new(request):
                 return redirect(debate)
     else:
         form = DebateForm(initial={"topic": request.GET.get("topic", ""), "format": _initial_format(request)})
-    return render(request, "debates/new.html", _start_page(request, form))
+    return render(request, "debates/new.html", {**_start_page(request, form), "notice": notice})
+
+
+def _confirm_choice(request, form: DebateForm) -> tuple[DebateForm, str]:
+    """Nobody chosen, for a format that asks: the same page with the roles it picks for this
+    question checked, to keep or change before starting. Nothing is created yet."""
+    fmt, data = form.fmt, form.cleaned_data
+    suggestion = fmt.suggest(data["topic"], library_spec(fmt), data["options"])
+    posted = request.POST.copy()
+    posted.setlist("personas", [persona.slug for persona, _ in suggestion.personas])
+    return DebateForm(posted), _(
+        "Agora chose these roles for your question (checked below). Keep them or change them, then start."
+    )
 
 
 @login_required
@@ -137,7 +152,7 @@ def _suggestion_html(request, fmt, topic: str, mode: str = "") -> str:
     """What the format would do with the question if nobody is chosen. Where the submit would
     refuse that (`fmt.check`), the box says so instead of suggesting: both must agree."""
     topic = topic[:MAX_TOPIC]
-    chosen = fmt.mode(mode) or fmt.mode("")
+    chosen = fmt.mode(mode) if mode else None
     options = fmt.Options.from_dict({"mode": chosen.name} if chosen and "mode" in fmt.Options.names() else {})
     library = library_spec(fmt)
     suggestion = fmt.suggest(topic, library, options)
@@ -346,9 +361,20 @@ def _start_within_limit(request, debate, **changes) -> None:
 
 @require_POST
 def checkpoint(request, pk):
+    """Continue from the checkpoint with the facts added and, where the format allows, the table
+    changed (roles kept, roles joining)."""
     debate = _controlled(request, pk)
     if debate.status == Status.WAITING:
-        _start_within_limit(request, debate, checkpoint_reply=request.POST.get("addition", "")[:5000])
+        changes, seat_newcomers, error = {}, None, ""
+        if request.POST.get("table"):  # the form showed the table: what is unticked leaves
+            changes, seat_newcomers, error = table_change.plan_change(
+                debate, request.POST.getlist("keep"), request.POST.getlist("add")
+            )
+        if error:
+            messages.error(request, error)
+        else:
+            addition = request.POST.get("addition", "")[:5000]
+            _start_within_limit(request, debate, prepare=seat_newcomers, checkpoint_reply=addition, **changes)
     return _back(request, debate)
 
 

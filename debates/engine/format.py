@@ -72,6 +72,12 @@ class Format:
     Options: ClassVar[type[CommonOptions]] = CommonOptions
     seating: ClassVar[Seating]
     modes: ClassVar[tuple[Mode, ...]] = ()
+    # msgid: when set, "mode left on default" is a choice of its own on the form, saying how the
+    # format picks (`effective_mode`); when empty the first mode is the default.
+    mode_hint: ClassVar[str] = ""
+    # Nobody chosen: show the roles the format picks for confirmation before anything runs (the
+    # roundtable seed's "system recommends, user confirms"), instead of picking at run time.
+    confirms_choice: ClassVar[bool] = False
     rounds: ClassVar[Rounds] = Rounds()
     # Default max_tokens per turn kind ("speech", "host", "verdict", …); Options.max_tokens overrides.
     tokens: ClassVar[dict[str, int]] = {"speech": 400, "host": 600}
@@ -89,6 +95,11 @@ class Format:
             return self.modes[0]
         return next((m for m in self.modes if m.name == name), None)
 
+    def effective_mode(self, question: str, options: CommonOptions, seats: int = 0) -> Mode | None:
+        """The mode a debate runs in: the chosen one, or what the format picks for a question and
+        this many chosen seats when none is chosen."""
+        return self.mode(getattr(options, "mode", ""))
+
     def seat_bounds(self, mode: str | None = None) -> tuple[int, int]:
         chosen = self.mode(mode)
         return chosen.seats if chosen and chosen.seats else self.seating.count
@@ -99,7 +110,8 @@ class Format:
         """What the start form can know before anything is created: {field name: message}. The
         default checks the seat count and the rounds; formats add what they can decide up front."""
         problems = {}
-        low, high = self.seat_bounds(getattr(options, "mode", ""))
+        mode = self.effective_mode(question, options, len(personas))
+        low, high = self.seat_bounds(mode.name if mode else "")
         if (personas or not self.seating.agora_chooses) and not low <= len(personas) <= high:
             bounds = str(low) if low == high else f"{low}–{high}"
             message = gettext_noop("This format seats %(bounds)s personas; you chose %(count)d.")

@@ -22,11 +22,16 @@ DEFAULT_ROUNDS = 2
 MAX_ROUNDS = 6
 DEFAULT_MAX_CHARS = 600
 DEFAULT_BUDGET = 60000
+# What a debate may set for itself when its library names no range (`max_chars_range`,
+# `token_budget_range` in the library's protocol).
+MAX_CHARS_RANGE = (100, 4000)
+BUDGET_RANGE = (2000, 500000)
 CONTEXT_SPEECHES = 6
 CUT_MARK = "……【超出字数，已由主持人截断 cut at the limit】"
 VERDICT_FORM = "若被迫选，在所有发言的基础上最小损失的选项是"
 VERDICT_FORM_EN = "If forced to choose, the least-loss option on the basis of all speeches is"
-STANCE_WORDS = ("我认为", "我觉得", "我相信", "正确答案是", "应该选")
+# Longest first: "应该选" goes whole before "应该" alone is taken out.
+STANCE_WORDS = ("我认为", "我觉得", "我相信", "正确答案是", "应该选", "应该")
 POSITION_NAMES = {"for": "支持", "against": "反对", "": "无"}
 MIN_DENSITY_OK = 6.0
 
@@ -384,6 +389,12 @@ class Moderated(Format):
         maximum = self.rounds.maximum_for(library.protocol)
         if options.rounds and options.rounds > maximum:
             problems["rounds"] = text(gettext_noop("A moderated debate has at most %(max)d rounds."), max=maximum)
+        for name, default in (("max_chars", MAX_CHARS_RANGE), ("token_budget", BUDGET_RANGE)):
+            low, high = library.protocol.get(f"{name}_range", default)
+            value = getattr(options, name)
+            if value is not None and not low <= value <= high:
+                message = gettext_noop("Between %(low)d and %(high)d in this library.")
+                problems[name] = text(message, low=low, high=high)
         if not personas and question.strip() and "personas" not in problems:
             picks = recommended_seats(question, library.pool)
             if self.mode(options.mode).positions:

@@ -21,6 +21,7 @@ from debates.engine.turns import CapReached, DebateAborted, DebateContext, TurnP
 
 SUMMARY_LIMIT = 60
 VERDICT_LIMIT = 1200
+MIN_TOKEN_BUDGET = 5000  # an explicit cap below this leaves the rounds next to nothing
 VERDICT_RESERVE_FACTOR = 2  # the verdict's prompt and answer, each about one answer's allowance
 CAP_MULTIPLIERS = {"light": 4.3, "standard": 4.5, "deep": 5.0}
 ROUNDS = 4
@@ -834,6 +835,16 @@ class Panel(Format):
         "r3": gettext_noop("R3 · Defence and revision"),
         "r4": gettext_noop("R4 · Closing"),
     }
+
+    def check(self, question, personas, options, library):
+        problems = super().check(question, personas, options, library)
+        if options.token_budget is not None and options.token_budget < MIN_TOKEN_BUDGET:
+            problems["token_budget"] = text(
+                gettext_noop("At least %(min)d tokens: the verdict alone keeps %(reserve)d of them."),
+                min=MIN_TOKEN_BUDGET,
+                reserve=VERDICT_RESERVE_FACTOR * self.tokens["verdict"],
+            )
+        return problems
 
     async def run(self, ctx: DebateContext) -> str:
         return await _run(ctx)

@@ -16,14 +16,16 @@ from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
-from debates.engine.text import bullet_items, clip, contains_any, field_value, first_sentence
+from debates.engine.text import bullet_items, clip, field_value, first_sentence
 from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 80
 MIN_FAILURE_SCENARIO = 15
 DEFAULT_HOST = PersonaSpec(slug="roundtable-host", name="圆桌主持", kind="host")
 
-# Suitability: questions better answered directly than debated (seed §一).
+# Suitability (seed §一): questions better answered directly than debated. The model decides; these
+# patterns only give it a hint (they misfire on ordinary questions: "What is the best pricing
+# strategy…" is no simple fact).
 UNSUITABLE = {
     "simple fact": (
         r"^(什么是|何为|.{0,20}是什么[？?]?$|.{0,30}的定义|define\b|what is\b|what are\b|who is\b|when did\b)",
@@ -38,38 +40,49 @@ UNSUITABLE_LABELS = {
     "urgent": gettext_noop("urgent matter"),
     "already decided": gettext_noop("decision already made"),
 }
-CONFIDENCE_LABELS = (gettext_noop("high"), gettext_noop("medium"), gettext_noop("low"))
-CHALLENGE_WORDS = (
-    "漏洞",
-    "质疑",
-    "不同意",
-    "反对",
-    "问题在于",
-    "站不住",
-    "错在",
-    "忽略了",
-    "忽视了",
-    "缺陷",
-    "风险在于",
-    "不成立",
-    "低估",
-    "高估",
-    "flaw",
-    "disagree",
-    "wrong",
-    "overlook",
-    "challenge",
-    "fails",
+# The classes as the host is asked to name them, and the words that name each in its answer.
+SUITABILITY_CLASSES = {
+    "simple fact": ("简单事实", "simple fact", "定义"),
+    "single bug fix": ("单一修复", "bug", "single fix"),
+    "urgent": ("紧急", "urgent"),
+    "already decided": ("已有结论", "已决定", "already decided"),
+}
+SUITABILITY_TASK = (
+    "判断这个议题是否值得开圆桌。不适合的四类：简单事实查询或定义解释；单一代码修复或明确的 bug；"
+    "紧急的时间敏感决策；已有明确结论、只差执行的任务。复杂多维决策、方案对比、风险预判、战略规划都适合。"
 )
+SUITABILITY_FORM = "两行：\n类别：适合 / 简单事实 / 单一修复 / 紧急 / 已有结论\n理由：一句话"
+CONFIDENCE_LABELS = (gettext_noop("high"), gettext_noop("medium"), gettext_noop("low"))
 CONFIDENCE = {"高": "high", "中": "medium", "低": "low", "high": "high", "medium": "medium", "low": "low"}
 
 
 def suitability(question: str) -> tuple[bool, str]:
+    """The keyword hint: (False, class) when a pattern of an unsuitable class matches."""
     text = question.strip()
     for reason, patterns in UNSUITABLE.items():
         if any(re.search(p, text, re.IGNORECASE) for p in patterns):
             return False, reason
     return True, ""
+
+
+def read_suitability(answer: str) -> tuple[str, str]:
+    """The host's class ("" for suitable or unreadable: only a named class refuses) and reason."""
+    named = field_value(answer, ("类别", "class", "category")).lower()
+    found = "" if "不适合" not in named and "适合" in named else named
+    kind = next((k for k, words in SUITABILITY_CLASSES.items() if any(w in found for w in words)), "")
+    return kind, field_value(answer, ("理由", "reason")) or first_sentence(answer)
+
+
+# Words in a question that pick a mode when the form is left on its default (seed §四).
+MODE_WORDS = {
+    "quick": ("快速", "简单讨论", "快速看看", "quick", "quickly", "brief"),
+    "deep": ("深入", "深度", "战略级", "in depth", "in-depth", "deep dive", "strategic"),
+}
+
+
+def mode_from_words(question: str) -> str:
+    q = question.lower()
+    return next((mode for mode, words in MODE_WORDS.items() if any(w in q for w in words)), "")
 
 
 def recommend_roles(
@@ -128,12 +141,17 @@ def parse_r1(text: str) -> tuple[str, dict]:
     }
 
 
-def is_agree_and_add(text: str, other_names: list[str]) -> bool:
-    """'Agree and add' is performative harmony: no named target with a concrete flaw."""
-    target = field_value(text, ("质询对象", "challenge target", "质询"))
-    names_target = any(name in (target or text) for name in other_names)
-    challenges = contains_any(text, CHALLENGE_WORDS) is not None
-    return not (names_target and challenges)
+def challenge_of(text: str, other_names: list[str]) -> dict[str, str] | None:
+    """The R2 challenge, read by structure: whom (another role, named), which of their claims, and
+    the flaw. None when any is missing: "我同意…并补充：风险在于执行" names nobody and no claim."""
+    target = field_value(text, ("质询对象", "challenge target", "target"))
+    claim = field_value(text, ("针对论点", "challenged claim", "claim"), multiline=True)
+    flaw = field_value(text, ("漏洞", "flaw"), multiline=True)
+    whom = next((name for name in other_names if name in target), "")
+    empty = ("无", "没有", "none", "同意", "agree")
+    if not whom or not claim or not flaw or claim.lower().startswith(empty) or flaw.lower().startswith(empty):
+        return None
+    return {"target": whom, "claim": clip(claim, 200), "flaw": clip(flaw, 300)}
 
 
 def _r3_post(veto_right: bool):
@@ -185,7 +203,10 @@ def _all_r1(st: TableState) -> str:
 
 async def _run(ctx: DebateContext) -> str:
     spec, library = ctx.spec, ctx.library
-    chosen = FORMAT.mode(ctx.options.mode)
+    seated = [s.persona for s in spec.seats if s.persona.kind == "debater"]
+    joined = [p for p in seated if p.slug in ctx.options.joined]  # seated at the checkpoint
+    roles = [p for p in seated if p.slug not in ctx.options.joined]
+    chosen = FORMAT.effective_mode(spec.question, ctx.options, len(roles))
     if chosen is None:
         raise DebateAborted(
             text(
@@ -195,8 +216,9 @@ async def _run(ctx: DebateContext) -> str:
         )
     mode, rounds = chosen.name, chosen.rounds
     low, high = FORMAT.seat_bounds(mode)
-    roles = [s.persona for s in spec.seats if s.persona.kind == "debater"]
     report = ReportBuilder(ctx, title=spec.question)
+    if not ctx.options.mode and mode != FORMAT.mode("").name:
+        report.data["mode_from_question"] = mode
     if not roles:
         roles, template = recommend_roles(spec.question, library.domain_templates, library.pool, mode)
         report.data["recommended_by"] = template.slug if template else "keywords"
@@ -213,9 +235,8 @@ async def _run(ctx: DebateContext) -> str:
     await ctx.plan(rounds=rounds)
     report.data.update({"mode": mode, "roles": [r.slug for r in roles], "rounds": rounds})
 
-    ok, reason = suitability(spec.question)
-    if not ok and not ctx.options.force:
-        return await _answer_directly(ctx, st, report, reason)
+    if not ctx.options.force and not await _suitable(ctx, st, report):
+        return "done"
 
     if mode == "deep":
         await ctx.phase(0, "research", gettext_noop("Research"))
@@ -232,31 +253,7 @@ async def _run(ctx: DebateContext) -> str:
         ctx.facts = "\n\n".join(filter(None, [ctx.facts, research.text]))
 
     await ctx.phase(1, "r1", gettext_noop("Round 1 · Independent statements"))
-    r1_fmt = "核心论点：一句话\n论据：\n1. …\n2. …\n（2–3 条）\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
-    for result in await ctx.parallel(
-        [
-            _plan(
-                ctx,
-                st,
-                r,
-                f"r1:{r.slug}",
-                1,
-                "r1",
-                ["轮次 1：只看议题，看不到其他角色的发言（防锚定）。"],
-                "",
-                r1_fmt,
-                parse_r1,
-            )
-            for r in roles
-        ]
-    ):
-        st.speeches[(result.speaker.slug, 1)] = result
-        if not result.data.get("confidence_stated"):
-            await ctx.warn(
-                "confidence_missing",
-                gettext_noop("%(speaker)s stated no confidence: recorded as medium."),
-                speaker=result.speaker.name,
-            )
+    await _statements(ctx, st, roles)
 
     if rounds > 1 and not ctx.options.no_interrupt:
         if spec.checkpoint_reply is None:
@@ -265,7 +262,7 @@ async def _run(ctx: DebateContext) -> str:
                     text(
                         gettext_noop(
                             "Round 1 is done: every role has stated its thesis blind. Add facts the next rounds "
-                            "should know, or continue."
+                            "should know, change who sits at the table, or continue."
                         )
                     )
                 )
@@ -276,6 +273,7 @@ async def _run(ctx: DebateContext) -> str:
             ctx.facts = "\n\n".join(filter(None, [ctx.facts, "用户在检查点补充：" + added]))
             report.data["checkpoint_addition"] = added
             await ctx.phase(1, "checkpoint", gettext_noop("Facts added at the checkpoint"), note=added)
+        await _change_table(ctx, st, report, joined)
 
     if rounds > 1:
         await _cross_examination(ctx, st)
@@ -284,11 +282,69 @@ async def _run(ctx: DebateContext) -> str:
     return "done"
 
 
+R1_FORM = "核心论点：一句话\n论据：\n1. …\n2. …\n（2–3 条）\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
+
+
+async def _statements(ctx: DebateContext, st: TableState, roles: list[PersonaSpec]) -> None:
+    """Round 1: each role states its thesis blind (also a role seated at the checkpoint)."""
+    rule = ["轮次 1：只看议题，看不到其他角色的发言（防锚定）。"]
+    plans = [_plan(ctx, st, r, f"r1:{r.slug}", 1, "r1", rule, "", R1_FORM, parse_r1) for r in roles]
+    for result in await ctx.parallel(plans):
+        st.speeches[(result.speaker.slug, 1)] = result
+        if not result.data.get("confidence_stated"):
+            await ctx.warn(
+                "confidence_missing",
+                gettext_noop("%(speaker)s stated no confidence: recorded as medium."),
+                speaker=result.speaker.name,
+            )
+
+
+async def _change_table(ctx: DebateContext, st: TableState, report: ReportBuilder, joined: list[PersonaSpec]) -> None:
+    """The checkpoint's other change (seed: the user may replace, add or remove roles): roles who
+    left keep their round-1 statement in the record and take no further part; roles who joined
+    state theirs blind before the cross-examination."""
+    left = [r for r in st.roles if r.slug in ctx.options.left]
+    if not left and not joined:
+        return
+    st.roles = [r for r in st.roles if r not in left] + joined
+    change = {"joined": [r.slug for r in joined], "left": [r.slug for r in left]}
+    report.data["table_change"] = change
+    report.data["roles"] = [r.slug for r in st.roles]
+    note = "; ".join(
+        filter(
+            None,
+            [
+                ("+ " + "、".join(r.name for r in joined)) if joined else "",
+                ("− " + "、".join(r.name for r in left)) if left else "",
+            ],
+        )
+    )
+    await ctx.phase(1, "table", gettext_noop("The table changed at the checkpoint"), note=note)
+    if joined:
+        await _statements(ctx, st, joined)
+
+
+async def _suitable(ctx: DebateContext, st: TableState, report: ReportBuilder) -> bool:
+    """The seed's pre-check, decided by the host with the keyword hint in hand. An unsuitable
+    question is answered directly, with the reason; "debate anyway" (force) skips the check."""
+    fits, hint = suitability(ctx.spec.question)
+    hint_line = "" if fits else f"关键词提示（仅供参考，常有误判）：{hint}"
+    answer = await ctx.turn(
+        _host_plan(ctx, st, "host:suitability", SUITABILITY_TASK, hint_line, SUITABILITY_FORM, max_tokens=120)
+    )
+    kind, reason = read_suitability(answer.text)
+    report.data["suitability_hint"] = hint
+    if not kind:
+        return True
+    await _answer_directly(ctx, st, report, kind, reason)
+    return False
+
+
 async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
     await ctx.phase(2, "r2", gettext_noop("Round 2 · Cross-examination"))
     fmt = (
-        "质询对象：你要挑战的角色名\n漏洞：对方核心论点的具体漏洞（不许“同意并补充”）\n"
-        "你的立场：一句话\n小结：一句话（不超过 80 字）"
+        "质询对象：你要挑战的角色名（必须是另一位角色）\n针对论点：你挑战的那条核心论点（摘述原话）\n"
+        "漏洞：这条论点的具体漏洞（不许“同意并补充”）\n你的立场：一句话\n小结：一句话（不超过 80 字）"
     )
     rules = [
         "你看得到所有人的轮次 1 发言。",
@@ -300,10 +356,13 @@ async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
     results = await ctx.parallel(plans)
     for role, result in zip(st.roles, results, strict=True):
         others = [r.name for r in st.roles if r.slug != role.slug]
-        if is_agree_and_add(result.text, others):
+        if challenge_of(result.text, others) is None:
             await ctx.warn(
                 "agree_and_add",
-                gettext_noop("%(speaker)s agreed and added instead of challenging: sent back once."),
+                gettext_noop(
+                    "%(speaker)s named no role and claim to challenge (agreeing and adding is not a challenge): "
+                    "sent back once."
+                ),
                 speaker=role.name,
             )
             resend = _plan(
@@ -313,12 +372,16 @@ async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
                 f"r2:{role.slug}:resend",
                 2,
                 "r2",
-                rules + ["你上一版没有挑战任何人，被主持人退回。这一次必须点名一位角色并指出其核心论点的具体漏洞。"],
+                rules
+                + [
+                    "你上一版没有写出质询对象与针对论点，被主持人退回。这一次必须点名一位角色、摘述其核心论点，"
+                    "并指出具体漏洞。"
+                ],
                 "## 轮次 1 全部发言\n" + _all_r1(st) + f"\n\n## 你被退回的上一版\n{result.text}",
                 fmt,
             )
             result = await ctx.turn(resend)
-            if is_agree_and_add(result.text, others):
+            if challenge_of(result.text, others) is None:
                 await ctx.warn(
                     "agree_and_add_kept",
                     gettext_noop("%(speaker)s still raised no concrete challenge after being sent back."),
@@ -376,16 +439,41 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
     report.data["veto"] = st.veto
 
 
-def _host_plan(ctx: DebateContext, st: TableState, key: str, task: str, material: str, fmt: str) -> TurnPlan:
-    return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=0)
+def _host_plan(ctx: DebateContext, st: TableState, key: str, task: str, material: str, fmt: str, **kw) -> TurnPlan:
+    return host_plan(ctx, st.host, key, task=task, material=material, output=fmt, round_no=0, **kw)
 
 
 SECTIONS = {
+    "veto_response": ("否决回应", "answer to the veto", "veto"),
     "consensus": ("共识", "consensus"),
     "disagreements": ("分歧", "disagreement"),
     "action_guide": ("行动指南", "action"),
     "risks": ("风险", "risk"),
 }
+
+
+UNANSWERED = ("无法化解", "无", "没有", "cannot", "none", "not answered")
+VETOED_MARK = "⛔ "
+
+
+async def _answer_veto(ctx: DebateContext, st: TableState, report: ReportBuilder, sections: dict[str, str]) -> None:
+    """Answered (the host says how the guide avoids the failure scenario) or not: then every item
+    of the action guide is marked vetoed, in the report and its data."""
+    response = sections.get("veto_response", "").strip()
+    answered = bool(response) and not response.lower().lstrip("-*• ").startswith(UNANSWERED)
+    st.veto["answered"] = answered
+    if answered:
+        return
+    guide = sections.get("action_guide", "")
+    sections["action_guide"] = "\n".join(
+        re.sub(r"^(\s*(?:\d+[.、)]|[-*•])\s*)", rf"\1{VETOED_MARK}", line) if line.strip() else line
+        for line in guide.splitlines()
+    )
+    await ctx.warn(
+        "veto_unanswered",
+        gettext_noop("The action guide does not answer %(speaker)s's veto: its items are marked vetoed."),
+        speaker=next(r.name for r in st.roles if r.slug == st.veto["by"]),
+    )
 
 
 def split_sections(text: str) -> dict[str, str]:
@@ -422,18 +510,21 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
         ],
     )
     await ctx.phase(0, "synthesis", gettext_noop("Synthesis"))
-    result = await ctx.turn(
-        _host_plan(
-            ctx,
-            st,
-            "host:synthesis",
-            "整合输出：共识、分歧、行动指南、风险提示。",
-            f"## 轮次 1 立论\n{r1}\n\n## 最终发言\n{finals}",
-            "四节，标题依次为：\n## 共识（所有角色都同意、置信度高的结论）\n## 分歧（各方立场 + 理由 + 置信度）\n"
-            "## 行动指南（具体、可执行、按优先级编号）\n## 风险提示（魔鬼代言人未解决的反对意见）",
-        )
+    task, material = "整合输出：共识、分歧、行动指南、风险提示。", f"## 轮次 1 立论\n{r1}\n\n## 最终发言\n{finals}"
+    form = (
+        "四节，标题依次为：\n## 共识（所有角色都同意、置信度高的结论）\n## 分歧（各方立场 + 理由 + 置信度）\n"
+        "## 行动指南（具体、可执行、按优先级编号）\n## 风险提示（魔鬼代言人未解决的反对意见）"
     )
+    if st.veto:
+        # A veto with a failure scenario binds the outcome: the guide must answer it.
+        vetoer = next(r.name for r in st.roles if r.slug == st.veto["by"])
+        task += f"{vetoer}行使了一票否决，行动指南必须回应其失败场景。"
+        material += f"\n\n## 否决（{vetoer}）\n失败场景：{st.veto['failure_scenario']}"
+        form += "\n## 否决回应（行动指南的哪几条、怎样避免这个失败场景；化解不了就写“无法化解”）"
+    result = await ctx.turn(_host_plan(ctx, st, "host:synthesis", task, material, form))
     sections = split_sections(result.text)
+    if st.veto:
+        await _answer_veto(ctx, st, report, sections)
     t = ctx.translate
     devil = [r for r in st.roles if r.veto_right]
     objections = [st.speeches[(d.slug, last)].summary for d in devil if (d.slug, last) in st.speeches]
@@ -455,6 +546,14 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
     )
     if not any(sections.values()):  # the host wrote no headings: keep its text whole
         report.section("synthesis", gettext_noop("Synthesis"), result.text)
+    if st.veto:
+        answered = st.veto["answered"]
+        report.section(
+            "veto",
+            gettext_noop("Answer to the veto"),
+            sections.get("veto_response", "") if answered else "",
+            empty=gettext_noop("Not answered: every item of the action guide is marked vetoed."),
+        )
     for key, title, empty in (
         ("consensus", gettext_noop("Consensus"), gettext_noop("No consensus was reached.")),
         ("disagreements", gettext_noop("Disagreements"), gettext_noop("No disagreement was recorded.")),
@@ -479,18 +578,27 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
     await report.emit(verdict_heading=gettext_noop("Roundtable"))
 
 
-async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBuilder, reason: str) -> str:
+async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBuilder, kind: str, reason: str) -> None:
     await ctx.warn(
         "unsuitable",
-        gettext_noop("This question is a %(kind)s: it is answered directly instead of debated."),
-        kind=text(UNSUITABLE_LABELS.get(reason, reason)),
+        gettext_noop("This question is a %(kind)s: it is answered directly instead of debated. %(reason)s"),
+        kind=text(UNSUITABLE_LABELS.get(kind, kind)),
+        reason=verbatim(clip(reason, 200)),
     )
     await ctx.phase(1, "direct", gettext_noop("Direct answer"))
     result = await ctx.turn(_host_plan(ctx, st, "host:direct", "直接、准确地回答这个问题。", "", "简洁回答。"))
-    report.data["suitability"] = reason
+    report.data["suitability"] = kind
+    report.data["suitability_reason"] = reason
     report.section("direct", gettext_noop("Direct answer"), result.text)
+    why = ctx.translate(
+        gettext_noop("Not debated: a %(kind)s. %(reason)s To debate it anyway, start it again with “Debate anyway”.")
+    )
+    report.section(
+        "suitability",
+        gettext_noop("Why it was not debated"),
+        why % {"kind": ctx.translate(UNSUITABLE_LABELS.get(kind, kind)), "reason": clip(reason, 200)},
+    )
     await report.emit(verdict_heading=gettext_noop("Roundtable"))
-    return "done"
 
 
 # -- the format ------------------------------------------------------------------------------------
@@ -498,9 +606,11 @@ async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBui
 
 @dataclass
 class RoundtableOptions(CommonOptions):
-    mode: str = ""  # quick | standard | deep; empty: standard
+    mode: str = ""  # quick | standard | deep; empty: the question's words pick, else standard
     no_interrupt: bool = False  # run through the checkpoint
     force: bool = False  # debate even when the suitability check says "answer directly"
+    joined: list[str] = field(default_factory=list)  # roles seated at the checkpoint
+    left: list[str] = field(default_factory=list)  # roles who left the table at the checkpoint
 
 
 class Roundtable(Format):
@@ -516,6 +626,8 @@ class Roundtable(Format):
         Mode("quick", gettext_noop("quick (3 roles, 1 round)"), seats=(3, 3), rounds=1),
         Mode("deep", gettext_noop("deep (5–7 roles, 3 rounds + research)"), seats=(5, 7), rounds=3),
     )
+    mode_hint = gettext_noop("from the question (“quick” or “deep” in it), else standard")
+    confirms_choice = True
     tokens = {"speech": 380, "host": 700}
     summary_limit = SUMMARY_LIMIT
     parallel_phases = frozenset({"r1", "r2", "r3"})
@@ -527,15 +639,31 @@ class Roundtable(Format):
         "research": gettext_noop("Research"),
     }
 
+    def effective_mode(self, question: str, options, seats: int = 0) -> Mode | None:
+        """Left on default, words in the question pick the mode (快速 / 深入, quick / deep), as
+        long as the roles already chosen fit it."""
+        if getattr(options, "mode", ""):
+            return self.mode(options.mode)
+        worded = self.mode(mode_from_words(question)) if mode_from_words(question) else None
+        if worded and (not seats or worded.seats[0] <= seats <= worded.seats[1]):
+            return worded
+        return self.mode("")
+
     def suggest(self, question, library: LibrarySpec, options=None) -> Suggestion:
         if not question.strip():
             return Suggestion()
-        mode = getattr(options, "mode", "") or "standard"
-        roles, template = recommend_roles(question, library.domain_templates, library.pool, mode)
+        mode = self.effective_mode(question, options or self.Options())
+        roles, template = recommend_roles(question, library.domain_templates, library.pool, mode.name)
         note = text(template.name) if template else text(gettext_noop("keyword match"))
+        if not getattr(options, "mode", "") and mode.name != self.mode("").name:
+            note = text(gettext_noop("%(how)s · mode from the question: %(mode)s"), how=note, mode=text(mode.label))
         ok, reason = suitability(question)
         if not ok:
-            note = text(gettext_noop("answered directly (%(reason)s) · %(how)s"), reason=reason, how=note)
+            note = text(
+                gettext_noop("%(how)s · the host may answer it directly (looks like a %(kind)s)"),
+                how=note,
+                kind=text(UNSUITABLE_LABELS[reason]),
+            )
         return Suggestion([(r, r.tier.upper()) for r in roles], note)
 
     async def run(self, ctx: DebateContext) -> str:

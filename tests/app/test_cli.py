@@ -69,10 +69,9 @@ def test_cli_reports_form_errors_like_the_web(cli_env):
 
 
 def test_cli_debate_is_saved_like_a_web_one(cli_env):
-    assert (
-        run_cli(cli_env, "顿悟与渐修", "--format", "duel", "--personas", "huineng,zhiyi", "--rounds", "1").returncode
-        == 0
-    )
+    context = "我在家修行，每天只有半小时。"
+    args = ("--format", "duel", "--personas", "huineng,zhiyi", "--rounds", "1", "--context", context)
+    assert run_cli(cli_env, "顿悟与渐修", *args).returncode == 0
     dump = subprocess.run(
         [sys.executable, "manage.py", "dumpdata", "debates.debate", "debates.turn"],
         cwd=ROOT,
@@ -84,5 +83,7 @@ def test_cli_debate_is_saved_like_a_web_one(cli_env):
     rows = json.loads(dump.stdout)
     debate = next(r for r in rows if r["model"] == "debates.debate")
     assert debate["fields"]["status"] == "done" and debate["fields"]["format"] == "duel"
+    assert debate["fields"]["options"]["user_context"] == context
     turns = [r for r in rows if r["model"] == "debates.turn"]
+    assert all(context in json.dumps(t["fields"]["messages"], ensure_ascii=False) for t in turns)  # every prompt
     assert {t["fields"]["key"] for t in turns} == {"duel:1:huineng", "duel:1:zhiyi", "duel:close"}

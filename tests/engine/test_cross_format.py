@@ -121,7 +121,7 @@ async def test_ledger_counts_both_calls_of_a_resent_turn():
     fake = test_roundtable.table_fake(test_roundtable.STANDARD, speeches={("optimist", "r2"): test_roundtable.AGREE})
     run = await debate(table_spec(no_interrupt=True), fake)
 
-    assert len(run.calls) == 4 + 4 + 1 + 4 + 1
+    assert len(run.calls) == 1 + 4 + 4 + 1 + 4 + 1  # suitability, R1, R2, the resend, R3, synthesis
     finished = run.turns()
     assert len(finished) == len(run.calls)  # the resend is a turn of its own, with its own key
     ledger = run.data["ledger"]

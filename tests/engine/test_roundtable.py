@@ -41,7 +41,11 @@ def phase_and_slug(key: str) -> tuple[str, str]:
     return ("resend" if resend else phase), slug
 
 
-def table_fake(roles, speeches=None, synthesis=SYNTHESIS) -> FakeLLM:
+SUITABLE = "类别：适合\n理由：这是多维的产品决策。"
+SIMPLE_FACT = "类别：简单事实\n理由：这是一个定义问题，查得到答案。"
+
+
+def table_fake(roles, speeches=None, synthesis=SYNTHESIS, suitable=SUITABLE) -> FakeLLM:
     """Every roundtable turn scripted by key; `speeches[(slug, phase)]` overrides one, where phase
     is r1, r2, resend or r3. Each R2 challenges the next role at the table."""
     slugs = [r.slug for r in roles]
@@ -57,7 +61,8 @@ def table_fake(roles, speeches=None, synthesis=SYNTHESIS) -> FakeLLM:
             )
         if phase in ("r2", "resend"):
             return (
-                f"质询对象：{target}\n漏洞：{target}的核心论点忽略了知识库维护成本。MARK-{slug}-{phase}\n"
+                f"质询对象：{target}\n针对论点：{target}主张小步试点。\n"
+                f"漏洞：{target}的核心论点忽略了知识库维护成本。MARK-{slug}-{phase}\n"
                 f"你的立场：先评测再上线。\n小结：{who}质询{target}。"
             )
         veto = "\n否决：否" if slug == "devil-advocate" else ""
@@ -65,6 +70,7 @@ def table_fake(roles, speeches=None, synthesis=SYNTHESIS) -> FakeLLM:
 
     fake = FakeLLM(default=unscripted)
     fake.reply("host:direct", DIRECT).reply("host:synthesis", synthesis).reply("host:research", RESEARCH)
+    fake.reply("host:suitability", suitable)
     for (slug, phase), text in (speeches or {}).items():
         fake.reply(f"r2:{slug}:resend" if phase == "resend" else f"{phase}:{slug}", text)
     fake.reply("r?:*", speak)
@@ -84,20 +90,22 @@ STANDARD = [DEVIL, OPTIMIST, RAG, LLM_ARCH]
 
 
 async def test_a_simple_fact_is_answered_directly():
-    run = await debate(table_spec("什么是 RAG？"), table_fake(STANDARD))
+    run = await debate(table_spec("什么是 RAG？"), table_fake(STANDARD, suitable=SIMPLE_FACT))
 
     assert run.outcome == "done"
-    assert run.keys == ["host:direct"]
+    assert run.keys == ["host:suitability", "host:direct"]
     assert run.call("host:direct").speaker == HOST and "直接、准确地回答" in run.call("host:direct").user
     assert run.data["suitability"] == "simple fact"
     assert "unsuitable" in run.warning_codes
-    assert [(s["key"], s["body"]) for s in run.data["sections"]] == [("direct", DIRECT)]
+    assert [s["key"] for s in run.data["sections"]] == ["direct", "suitability"]
+    assert run.data["sections"][0]["body"] == DIRECT
+    assert "这是一个定义问题" in run.data["sections"][1]["body"]
     assert not run.sink.of(ev.Checkpoint)
 
 
 async def test_force_debates_even_an_unsuitable_question():
     spec = table_spec("什么是 RAG？", force=True)
-    run = await debate(spec, table_fake(STANDARD))
+    run = await debate(spec, table_fake(STANDARD, suitable=SIMPLE_FACT))
     assert run.outcome == "waiting"
     assert len(of_phase(run, "r1")) == 4 and "unsuitable" not in run.warning_codes
 
@@ -113,7 +121,7 @@ async def test_force_debates_even_an_unsuitable_question():
         ("我们的客服产品要不要引入 RAG 知识库？", True, ""),
     ],
 )
-def test_suitability_check(question, ok, reason):
+def test_suitability_hint(question, ok, reason):
     assert suitability(question) == (ok, reason)
 
 
@@ -129,7 +137,12 @@ async def test_quick_mode_is_three_roles_one_round_no_checkpoint():
     assert sorted(c.speaker for c in of_phase(run, "r1")) == sorted(r.name for r in roles)
     assert of_phase(run, "r2") == [] and of_phase(run, "r3") == []
     assert not run.sink.of(ev.Checkpoint)
-    assert len(run.calls) == 4 and run.keys[-1] == "host:synthesis" and "整合输出" in run.calls[-1].user
+    assert (
+        len(run.calls) == 5
+        and run.keys[0] == "host:suitability"
+        and run.keys[-1] == "host:synthesis"
+        and "整合输出" in run.calls[-1].user
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,7 +165,7 @@ async def test_deep_mode_researches_first_and_shares_the_facts():
     run = await debate(table_spec(roles=roles, mode="deep", no_interrupt=True), table_fake(roles))
 
     assert run.outcome == "done" and run.data["rounds"] == 3
-    assert run.keys[0] == "host:research" and "深度模式的检索准备" in run.calls[0].user
+    assert run.keys[:2] == ["host:suitability", "host:research"] and "深度模式的检索准备" in run.calls[1].user
     assert all("RESEARCH-FACT" in c.text for c in of_phase(run, "r1"))
     assert len(of_phase(run, "r1")) == len(of_phase(run, "r2")) == len(of_phase(run, "r3")) == 5
 
@@ -195,7 +208,7 @@ async def test_checkpoint_after_r1_then_resume_without_recalling_r1():
     assert first.outcome == "waiting"
     assert first.finished.outcome == "waiting"
     assert len(first.sink.of(ev.Checkpoint)) == 1
-    assert len(first.calls) == 4 and len(of_phase(first, "r1")) == 4
+    assert len(first.calls) == 1 + 4 and len(of_phase(first, "r1")) == 4
     assert not first.sink.of(ev.Report)
 
     spec = table_spec()
@@ -209,7 +222,7 @@ async def test_checkpoint_after_r1_then_resume_without_recalling_r1():
     assert resumed.outcome == "done"
     assert of_phase(resumed, "r1") == []  # R1 was not called again
     replayed = [t for t in resumed.sink.of(ev.TurnFinished) if t.replayed]
-    assert sorted(t.key for t in replayed) == sorted(f"r1:{r.slug}" for r in STANDARD)
+    assert sorted(t.key for t in replayed) == sorted(["host:suitability", *(f"r1:{r.slug}" for r in STANDARD)])
     assert not any(t.key.startswith("r1:") for t in resumed.sink.of(ev.TurnStarted))
     assert len(resumed.calls) == 4 + 4 + 1  # R2, R3, synthesis
     injected = "用户在检查点补充：预算只有十万元 CHECKPOINT-FACT"
@@ -294,7 +307,7 @@ async def test_veto_counts_only_with_a_concrete_failure_scenario(r3, expected_ve
     assert code in run.warning_codes
     assert ({"veto", "veto_ignored"} - {code}).isdisjoint(run.warning_codes)
     if expected_veto:
-        assert run.data["veto"] == {"by": "devil-advocate", "failure_scenario": expected_veto}
+        assert run.data["veto"] == {"by": "devil-advocate", "failure_scenario": expected_veto, "answered": False}
         assert run.data["risks"].splitlines()[-2] == f"- Devil's advocate: Veto: {expected_veto}"
     else:
         assert run.data["veto"] is None

@@ -11,14 +11,16 @@ from debates.engine import events as ev
 from debates.engine import panel
 from debates.engine.budget import Ledger
 from debates.engine.duel import choose_pair, duel_citations, school
+from debates.engine.moderated import VERDICT_FORM, enforce_verdict_form
 from debates.engine.spec import CompletedTurn, PairingRuleSpec
 from debates.engine.text import field_value, summary_of
 from testkit.fake_llm import FakeLLM
 
-from .conftest import HUINENG, YINGUANG, debate, duel_spec, panel_spec, persona
+from .conftest import AI_PM, HUINENG, TABLE_POOL, YINGUANG, debate, duel_spec, panel_spec, persona, table_spec
 from .test_panel import ADMIT_OK, UNCAPPED, budget_through, panel_fake
 from .test_panel import ALL as PANEL_ALL
 from .test_panel import VERDICT as PANEL_VERDICT
+from .test_roundtable import DIRECT, SIMPLE_FACT, STANDARD, SYNTHESIS, of_phase, table_fake
 
 # -- the bundled library's pairing table, as the seed lists it ---------------------------------------
 
@@ -336,6 +338,145 @@ async def test_17_a_resumed_panel_whose_retries_crossed_the_cap_still_gets_its_v
     assert run.outcome == "done" and run.data["stopped_by_cap_in_round"] == 3
     assert run.keys == ["host:verdict"]  # all else replayed; the verdict is the one new call
     assert run.data["verdict"] == PANEL_VERDICT
+
+
+# -- 11. roundtable suitability: the model decides, the regex only hints ---------------------------------------
+
+MISFIRED = [
+    ("What is the best pricing strategy for our SaaS product?", "simple fact"),
+    ("客服机器人 bug 率高，要不要换向量数据库？", "single bug fix"),
+    ("老板想马上把单体应用迁到微服务，值得吗？", "urgent"),
+]
+
+
+@pytest.mark.parametrize(("question", "hint"), MISFIRED, ids=[h for _, h in MISFIRED])
+async def test_11_ordinary_questions_the_regex_misreads_are_debated(question, hint):
+    run = await debate(table_spec(question, no_interrupt=True), table_fake(STANDARD))
+
+    assert run.outcome == "done" and "unsuitable" not in run.warning_codes
+    assert len(of_phase(run, "r1")) == 4
+    assert run.data["suitability_hint"] == hint  # the hint reached the host, the host said "suitable"
+    assert f"关键词提示（仅供参考，常有误判）：{hint}" in run.call("host:suitability").user
+
+
+async def test_11_a_question_the_host_finds_unsuitable_gets_the_direct_answer_and_the_reason():
+    run = await debate(table_spec("RAG 的全称是什么？"), table_fake(STANDARD, suitable=SIMPLE_FACT))
+
+    assert run.keys == ["host:suitability", "host:direct"]
+    sections = {s["key"]: s["body"] for s in run.data["sections"]}
+    assert sections["direct"] == DIRECT
+    assert "这是一个定义问题" in sections["suitability"] and "Debate anyway" in sections["suitability"]
+
+
+# -- 12. mode words, and changing the table at the checkpoint ---------------------------------------------------
+
+
+async def test_12_words_in_the_question_pick_the_mode_when_left_on_default():
+    quick = await debate(table_spec("快速看看：客服要不要上 RAG？", roles=[]), table_fake(TABLE_POOL))
+    assert quick.data["mode"] == "quick" and quick.data["mode_from_question"] == "quick"
+    assert len(of_phase(quick, "r1")) == 3 and of_phase(quick, "r2") == []
+
+    deep = await debate(table_spec("深入分析：客服要不要上 RAG？", roles=[], no_interrupt=True), table_fake(TABLE_POOL))
+    assert deep.data["mode"] == "deep" and "host:research" in deep.keys
+
+
+async def test_12_a_chosen_mode_or_a_table_that_does_not_fit_keeps_the_words_from_picking():
+    question = "快速看看：客服要不要上 RAG？"
+    chosen = await debate(table_spec(question, mode="standard", no_interrupt=True), table_fake(STANDARD))
+    assert chosen.data["mode"] == "standard" and "mode_from_question" not in chosen.data
+    four = await debate(table_spec(question, no_interrupt=True), table_fake(STANDARD))  # 4 seats: not quick
+    assert four.data["mode"] == "standard"
+
+
+async def test_12_the_checkpoint_can_seat_and_unseat_roles():
+    fake = table_fake(TABLE_POOL)
+    first = await debate(table_spec(), fake)
+    assert first.outcome == "waiting"
+
+    spec = table_spec(roles=[*STANDARD, AI_PM], joined=["ai-product-manager"], left=["optimist"])
+    spec.completed = {
+        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+        for t in first.sink.of(ev.TurnFinished)
+    }
+    spec.checkpoint_reply = ""
+    resumed = await debate(spec, fake)
+
+    assert resumed.outcome == "done"
+    assert [c.key for c in of_phase(resumed, "r1")] == ["r1:ai-product-manager"]  # the newcomer, blind
+    assert "MARK-" not in resumed.call("r1:ai-product-manager").text
+    r2 = sorted(c.key for c in of_phase(resumed, "r2"))
+    assert r2 == ["r2:ai-product-manager", "r2:devil-advocate", "r2:llm-architect", "r2:rag-specialist"]
+    assert resumed.data["table_change"] == {"joined": ["ai-product-manager"], "left": ["optimist"]}
+    assert "MARK-optimist-R1" not in resumed.call("r2:devil-advocate").text  # who left is not answered
+    assert "table" in [p.phase for p in resumed.sink.of(ev.PhaseStarted)]
+
+
+# -- 13. the challenge is checked by structure ---------------------------------------------------------------------
+
+STRUCTURED = "质询对象：乐观者\n针对论点：全面铺开能最快见效。\n漏洞：忽略了知识库冷启动的成本。\n小结：质询乐观者。"
+
+
+@pytest.mark.parametrize(
+    "r2",
+    [
+        "我同意魔鬼代言人的看法，并补充：风险在于执行。\n小结：同意并补充。",  # challenge words, no structure
+        "质询对象：乐观者\n漏洞：风险在于执行。\n小结：没说针对哪条论点。",  # no claim named
+        "质询对象：我自己\n针对论点：我的论点。\n漏洞：风险在于执行。\n小结：没点名别人。",  # nobody else named
+    ],
+    ids=["agree-and-add", "no-claim", "no-one-else"],
+)
+async def test_13_a_challenge_without_target_and_claim_is_sent_back_once(r2):
+    fake = table_fake(STANDARD, speeches={("rag-specialist", "r2"): r2, ("rag-specialist", "resend"): STRUCTURED})
+    run = await debate(table_spec(no_interrupt=True), fake)
+    assert [c.key for c in run.calls_for("r2:rag-specialist*")] == ["r2:rag-specialist", "r2:rag-specialist:resend"]
+    assert "针对论点：" in run.call("r2:rag-specialist").user  # a required field of the form
+
+
+async def test_13_a_structured_challenge_passes():
+    run = await debate(
+        table_spec(no_interrupt=True), table_fake(STANDARD, speeches={("rag-specialist", "r2"): STRUCTURED})
+    )
+    assert "r2:rag-specialist:resend" not in run.keys
+
+
+# -- 14. a veto changes the outcome ----------------------------------------------------------------------------------
+
+VETO_R3 = "决定：坚持\n否决：是\n失败场景：上线三个月后知识库过期，答错率升到三成，大客户集体投诉。\n小结：否决。"
+
+
+async def test_14_an_unanswered_veto_marks_every_action_item_vetoed():
+    run = await debate(
+        table_spec(no_interrupt=True), table_fake(STANDARD, speeches={("devil-advocate", "r3"): VETO_R3})
+    )
+
+    assert "失败场景：上线三个月后知识库过期" in run.call("host:synthesis").user
+    assert "## 否决回应" in run.call("host:synthesis").user
+    assert run.data["action_guide"] == "1. ⛔ 建立评测集。\n2. ⛔ 两周试点。"
+    assert run.data["veto"]["answered"] is False and "veto_unanswered" in run.warning_codes
+    sections = {s["key"]: s for s in run.data["sections"]}
+    assert sections["veto"]["body"] == ""  # drawn as "Not answered: …"
+
+
+async def test_14_an_answered_veto_keeps_the_guide_and_shows_the_answer():
+    synthesis = SYNTHESIS + "\n## 否决回应\n- 第 1 条的评测集每周更新知识库，过期率超 5% 即暂停上线。"
+    fake = table_fake(STANDARD, speeches={("devil-advocate", "r3"): VETO_R3}, synthesis=synthesis)
+    run = await debate(table_spec(no_interrupt=True), fake)
+
+    assert run.data["veto"]["answered"] is True and "veto_unanswered" not in run.warning_codes
+    assert "⛔" not in run.data["action_guide"]
+    sections = {s["key"]: s["body"] for s in run.data["sections"]}
+    assert "过期率超 5% 即暂停上线" in sections["veto"]
+
+
+# -- 16. moderated: "应该" alone is a stance word --------------------------------------------------------------------
+
+
+def test_16_should_alone_is_stripped_from_the_verdict_like_the_other_stance_words():
+    verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM}先做产品，因为小公司应该先验证需求。我认为如此。")
+    assert "应该" not in verdict and "我认为" not in verdict
+    assert "removed '应该'" in fixes and "removed '我认为'" in fixes
+    kept, _fixes = enforce_verdict_form(f"{VERDICT_FORM}应该选先做销售。")
+    assert kept == f"{VERDICT_FORM}先做销售。"  # "应该选" goes whole, not leaving a stray "选"
 
 
 # -- 19. parsing what small models write -------------------------------------------------------------------

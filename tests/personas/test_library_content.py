@@ -124,7 +124,9 @@ def test_formats_and_protocols(manifests):
     assert manifests["moderated"]["library"]["protocol"] == {
         "modes": ["round-robin", "position-based", "free-form"],
         "max_chars": 600,
+        "max_chars_range": [200, 2000],  # what a debate may set for itself
         "token_budget": 60000,
+        "token_budget_range": [5000, 200000],
     }
 
 

@@ -79,12 +79,19 @@ async def test_roundtable_pauses_at_the_checkpoint_and_continues(page, agora, fa
     await page.wait_for_selector("#checkpoint-form", timeout=30000)
     await shot(page, "checkpoint")
     await page.fill("#checkpoint-addition", "补充：客服团队有 12 人，年预算 50 万。")
-    await page.click("#checkpoint-form button")
+    # The table changes too: the optimist leaves, a growth PM joins.
+    await page.uncheck('#checkpoint-table input[name="keep"][value="optimist"]')
+    await page.click("#checkpoint-table summary")
+    await page.check('#checkpoint-table input[name="add"][value="growth-pm"]')
+    await page.click("#checkpoint-form button[type=submit]")
     await page.wait_for_selector("#debate-report h2", timeout=60000)
     data = await export(page, agora, pk)
     assert data["status"] == "done"
     later = [t for t in data["turns"] if t["round"] >= 2]
     assert later and all("年预算 50 万" in json.dumps(t["messages"], ensure_ascii=False) for t in later)
+    keys = {t["key"] for t in data["turns"]}
+    assert "r1:growth-pm" in keys and "r1:optimist" in keys  # who left keeps its statement
+    assert "r2:growth-pm" in keys and "r2:optimist" not in keys
 
 
 @pytest.mark.parametrize(

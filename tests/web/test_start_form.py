@@ -105,10 +105,13 @@ def test_a_question_in_the_address_comes_with_its_suggestion(client):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_modes_are_the_formats_own(client, fmt):
     html = part(client, fmt, **EN)
-    modes = re.findall(r'<input type="radio" name="mode" value="([^"]+)"', html)
-    assert modes == [m.name for m in registry.get(fmt).modes]
-    if modes:  # the default mode is chosen
-        assert re.search(rf'name="mode" value="{re.escape(modes[0])}" checked', html)
+    modes = re.findall(r'<input type="radio" name="mode" value="([^"]*)"', html)
+    own = [m.name for m in registry.get(fmt).modes]
+    if registry.get(fmt).mode_hint:  # "from the question" comes first and is the default
+        assert modes == ["", *own] and re.search(r'name="mode" value="" checked', html)
+        assert "Auto: from the question" in html
+    elif modes:  # the first mode is the default
+        assert modes == own and re.search(rf'name="mode" value="{re.escape(modes[0])}" checked', html)
     else:
         assert 'id="field-mode"' not in html
 
@@ -388,6 +391,13 @@ def test_the_suggestion_refuses_exactly_when_the_submit_does(client, no_runs, fm
                 assert response.status_code == 200, (question, mode)
                 assert refusal.group(1).strip() in errors_in(response.content.decode(), "field-personas")
             else:
+                if registry.get(fmt).confirms_choice:  # first the roles it picked, to confirm
+                    html = response.content.decode()
+                    assert response.status_code == 200 and 'id="start-notice"' in html, (question, mode)
+                    picked = re.findall(r'name="personas" value="([^"]+)" id="[^"]+" checked', html)
+                    assert set(picked) == set(re.findall(r'data-slug="([^"]+)"', box.content.decode()))
+                    assert not Debate.objects.exists()
+                    response = client.post("/debates/new/", {**data, "personas": picked}, **EN)
                 assert response.status_code == 302, (question, mode, all_errors(response.content.decode()))
                 Debate.objects.all().delete()  # within the running limit
 

@@ -97,6 +97,10 @@ class Command(BaseCommand):
         parser.add_argument("--mode", default="")
         parser.add_argument("--budget", default="standard", help="panel research budget: light|standard|deep")
         parser.add_argument("--evidence", default="", help="a file whose text joins the evidence pack")
+        parser.add_argument("--context", default="", help="about you: your situation and constraints")
+        parser.add_argument(
+            "--force", action="store_true", help="roundtable: debate even what it would answer directly"
+        )
         parser.add_argument("--no-interrupt", action="store_true", help="run through the roundtable checkpoint")
         parser.add_argument("--model", default="", help="model name for the default provider")
         parser.add_argument(
@@ -126,6 +130,8 @@ class Command(BaseCommand):
             "mode": opts["mode"],
             "research_budget": opts["budget"],
             "evidence": evidence,
+            "user_context": opts["context"],
+            "force": opts["force"],
             "no_interrupt": opts["no_interrupt"] or not sys.stdin.isatty(),
             "model": opts["model"],
         }
