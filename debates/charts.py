@@ -14,6 +14,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
+from agora.text import strip_invisible
+
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 INK, MUTED, GRID = "#1d1d1f", "#595959", "#d8dbe3"
 # Position states, each a colour and a mark that differ in shape too (readable without colour).
@@ -56,6 +58,11 @@ def _legend(y: int) -> tuple[list[str], int]:
     return parts, x
 
 
+def _name(turn: dict) -> str:
+    """A speaker's name as a chart shows it: no direction overrides or zero-width characters."""
+    return strip_invisible(turn.get("speaker_name", ""))
+
+
 def _grid(title: str, rows: list[str], columns: list[str], cells: dict[tuple[int, int], str]) -> SafeString:
     """Rows × columns of position states (a mark per cell), with a legend."""
     label_width = max(60, 10 + max((_text_width(r) for r in rows), default=40))
@@ -91,12 +98,12 @@ def duel_positions(data: dict) -> SafeString | str:
     speeches = [t for t in data.get("turns", []) if "moved" in (t.get("data") or {})]
     if not speeches:
         return ""
-    names = list(OrderedDict.fromkeys(t["speaker_name"] for t in speeches))
+    names = list(OrderedDict.fromkeys(_name(t) for t in speeches))
     rounds = sorted({t["round"] for t in speeches})
     cells = {}
     for t in speeches:
         moved = (t.get("data") or {}).get("moved")
-        cells[(names.index(t["speaker_name"]), rounds.index(t["round"]))] = "loosened" if moved else "held"
+        cells[(names.index(_name(t)), rounds.index(t["round"]))] = "loosened" if moved else "held"
     columns = [_("R%(n)d") % {"n": r} for r in rounds]
     return _grid(_("Positions across rounds"), names, columns, cells)
 
@@ -115,13 +122,13 @@ def panel_positions(data: dict) -> SafeString | str:
     speeches = [t for t in data.get("turns", []) if "silent" in (t.get("data") or {})]
     if not speeches:
         return ""
-    names = list(OrderedDict.fromkeys(t["speaker_name"] for t in speeches))
+    names = list(OrderedDict.fromkeys(_name(t) for t in speeches))
     rounds = sorted({t["round"] for t in speeches})
     cells = {}
     for t in speeches:
         silent = (t.get("data") or {}).get("silent")
         state = "silent" if silent else _summary_state(t.get("summary", ""))
-        cells[(names.index(t["speaker_name"]), rounds.index(t["round"]))] = state
+        cells[(names.index(_name(t)), rounds.index(t["round"]))] = state
     columns = [_("R%(n)d") % {"n": r} for r in rounds]
     return _grid(_("Positions across rounds"), names, columns, cells)
 
@@ -135,7 +142,7 @@ def roundtable_confidence(data: dict) -> SafeString | str:
     for t in data.get("turns", []):
         level = LEVELS.get((t.get("data") or {}).get("confidence", ""))
         if level:
-            by_role.setdefault(t["speaker_name"], {})[t["round"]] = level
+            by_role.setdefault(_name(t), {})[t["round"]] = level
     if not any(len(levels) > 1 for levels in by_role.values()):
         return ""  # only first-round confidences: nothing moved, nothing to draw
     names = {1: _("low"), 2: _("medium"), 3: _("high")}
@@ -176,7 +183,7 @@ def roundtable_confidence(data: dict) -> SafeString | str:
 def ledger(data: dict, cap: int | None = None) -> SafeString | str:
     """Tokens per speaker (prompt and completion), and the whole run against its cap."""
     entries = (data.get("ledger") or {}).get("turns") or {}
-    speaker_of = {t["key"]: t["speaker_name"] for t in data.get("turns", [])}
+    speaker_of = {t["key"]: _name(t) for t in data.get("turns", [])}
     per = OrderedDict()
     for key, spent in entries.items():
         name = speaker_of.get(key, key)

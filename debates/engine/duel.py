@@ -16,7 +16,8 @@ from debates.engine.i18n import Text, gettext_noop, text
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, CritiqueSpec, LibrarySpec, PairingRuleSpec, PersonaSpec
-from debates.engine.text import field_value, similarity
+from debates.engine.structure import Form, Part
+from debates.engine.text import field_value, first_sentence, similarity
 from debates.engine.turns import DebateAborted, DebateContext, TurnPlan
 
 SUMMARY_LIMIT = 80
@@ -120,6 +121,23 @@ def resolve_rounds(pairing: Pairing, rules: list[PairingRuleSpec], protocol: dic
     return min(default, maximum)
 
 
+def side_words(persona: PersonaSpec, other: PersonaSpec) -> set[str]:
+    """What names a persona's side and not the other's: its school and its own keywords."""
+    mine = {k for k in (*persona.keywords, school(persona.tradition)) if k and len(k) >= 2}
+    theirs = {k for k in (*other.keywords, school(other.tradition)) if k}
+    return {k for k in mine - theirs if not any(k in t for t in theirs)}
+
+
+def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
+    """The speech's own stance line (its summary, else its first sentence) names `side`'s
+    position more than the speaker's own: it argues the opponent's side. Method: count each
+    side's distinctive words (school and keywords) in that line."""
+    line = (field_value(text, ("小结", "summary")) or first_sentence(text)).lower()
+    theirs = sum(w.lower() in line for w in side_words(side, speaker))
+    mine = sum(w.lower() in line for w in side_words(speaker, side))
+    return theirs > mine
+
+
 def ammunition(critiques: list[CritiqueSpec], source: str, target: str) -> list[CritiqueSpec]:
     return [c for c in critiques if c.source == source and c.target == target]
 
@@ -163,6 +181,23 @@ def duel_citations(text: str) -> list[str]:
     return CITATION.findall(text)
 
 
+SPEECH_FORM = Form(
+    (
+        Part("正文", chars=300, lines=3),
+        Part("立场变化", choices=("无", "松动", "转向"), tail=30),
+        Part("小结", chars=SUMMARY_LIMIT),
+    )
+)
+CLOSE_FORM = Form(
+    (
+        Part("双方主张", chars=160, lines=2),
+        Part("分歧所在", chars=160, lines=2),
+        Part("可互相参照之处", chars=160, lines=2),
+        Part("小结", chars=80),
+    )
+)
+
+
 def _speech_plan(
     ctx: DebateContext,
     round_no: int,
@@ -172,6 +207,7 @@ def _speech_plan(
     ammo: list[CritiqueSpec],
     rounds: int,
     own_summary: str = "",
+    again: bool = False,
 ) -> TurnPlan:
     side = f"你代表「{speaker.name}」（{speaker.tradition or '本派'}）的立场，对手是「{opponent.name}」。"
     summary = opponent_summary or "（对手尚未发言：这是开篇立论。）"
@@ -187,20 +223,27 @@ def _speech_plan(
         f"小结：一句话概括你本轮立场（不超过 {SUMMARY_LIMIT} 字）\n\n"
         f"记住：你是「{speaker.name}」，只为自己的立场辩护；不要替「{opponent.name}」说话，也不要宣布赞同对方。"
     )
+    rules = [
+        f"祖师对辩，第 {round_no}/{rounds} 轮。{side}",
+        "你只看得到对手当前立场的摘要，看不到其原话；不要编造对手说过的话。",
+        "每一条教义断言都要注明出处（经论名与品/卷），不确定就说明。",
+        "篇幅约 200–300 字。",
+    ]
+    if again:
+        rules.append(
+            f"你上一版的小结替「{opponent.name}」的立场说话，被退回重写。"
+            f"这一次从「{speaker.name}」（{speaker.tradition or '本派'}）的立场出发。"
+        )
     return plan(
         ctx,
         speaker,
-        f"duel:{round_no}:{speaker.slug}",
+        f"duel:{round_no}:{speaker.slug}" + (":again" if again else ""),
         round_no=round_no,
         phase="duel",
-        rules=[
-            f"祖师对辩，第 {round_no}/{rounds} 轮。{side}",
-            "你只看得到对手当前立场的摘要，看不到其原话；不要编造对手说过的话。",
-            "每一条教义断言都要注明出处（经论名与品/卷），不确定就说明。",
-            "篇幅约 200–350 字。",
-        ],
+        rules=rules,
         material=material,
         output=output_format,
+        form=SPEECH_FORM,
         others=[opponent.name],
         postprocess=lambda text: (text, {"moved": position_moved(text), "citations": len(duel_citations(text))}),
     )
@@ -247,6 +290,24 @@ async def _run(ctx: DebateContext) -> None:
                 latest[speaker.slug],
             )
             result = await ctx.turn(turn)
+            if speaks_for(result.text, opponent, speaker):
+                # A small model loses its side: its own stance line argues the opponent's school.
+                if not result.replayed:
+                    await ctx.warn(
+                        "side_lost",
+                        gettext_noop("%(speaker)s's summary argued %(opponent)s's side: written again once."),
+                        speaker=speaker.name,
+                        opponent=opponent.name,
+                    )
+                args = (ctx, round_no, speaker, opponent, latest[opponent.slug], ammo[speaker.slug], rounds)
+                result = await ctx.turn(_speech_plan(*args, latest[speaker.slug], again=True))
+                if not result.replayed and speaks_for(result.text, opponent, speaker):
+                    await ctx.warn(
+                        "side_lost_kept",
+                        gettext_noop("%(speaker)s still argued %(opponent)s's side when asked again."),
+                        speaker=speaker.name,
+                        opponent=opponent.name,
+                    )
             if not result.replayed and not result.data.get("citations"):
                 await ctx.warn(
                     "uncited",
@@ -296,7 +357,8 @@ def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: l
             "不要使用“我认为”“正确答案是”。约 300–500 字。",
         ],
         material=f"## 轮次摘要 round_summaries\n{lines}",
-        output="分三段：双方主张；分歧所在；可互相参照之处。最后一行“小结：…”（不超过80字）。",
+        output="按四部分写，每部分单独成行起头：\n双方主张：…\n分歧所在：…\n可互相参照之处：…\n小结：…（不超过80字）",
+        form=CLOSE_FORM,
         kind="close",
         duty="你只有记录与综合之责，没有裁决之权。",
     )

@@ -16,6 +16,7 @@ from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
+from debates.engine.structure import Form, Part
 from debates.engine.text import bullet_items, clip, field_value, first_sentence, normalise, topic_slug
 from debates.engine.turns import CapReached, DebateAborted, DebateContext, TurnPlan, TurnResult
 
@@ -47,6 +48,15 @@ FIVE_PARTS = (
     "沉默声明：有反驳写“无”；没有任何反驳写“本轮沉默”\n"
     f"小结：白话一句，坚持/松动/转向了什么、因为什么（不超过 {SUMMARY_LIMIT} 字）"
 )
+SPEECH_FORM = Form(
+    (
+        Part("立场", chars=100),
+        Part("核心论据", chars=180, lines=3),
+        Part("反驳", chars=200, lines=3),
+        Part("沉默声明", choices=("无", "本轮沉默")),
+        Part("小结", chars=SUMMARY_LIMIT),
+    )
+)
 # R4's own form (the seed's two parts), with the summary line the evolution table reads.
 CLOSING_PARTS = (
     "按两段输出，每段单独成行起头：\n"
@@ -55,6 +65,17 @@ CLOSING_PARTS = (
     f"小结：白话一句（不超过 {SUMMARY_LIMIT} 字）"
 )
 CLOSING_LABELS = (("检验交锋", "defence"), ("终辩声明", "final statement"))
+CLOSING_FORM = Form(
+    (Part("检验交锋", chars=240, lines=3), Part("终辩声明", chars=160, lines=2), Part("小结", chars=SUMMARY_LIMIT))
+)
+ADMISSION_GRAMMAR_FORM = Form(
+    (
+        Part("类型", choices=("投资决策型", "选择决策型", "认知求真型", "不适合")),
+        Part("可证伪", choices=("是", "否")),
+        Part("理由", chars=80),
+        Part("话题标识", pattern='[a-z]{2,12} ("-" [a-z]{2,12}){2,5}', chars=60),
+    )
+)
 
 
 @dataclass
@@ -132,7 +153,11 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
             outcome="refused",
         )
     stated = ctx.options.proposition_type
-    result = await ctx.turn(_host_plan(ctx, st, "host:admission", ADMISSION_TASK, "", ADMISSION_FORM, exempt=True))
+    result = await ctx.turn(
+        _host_plan(
+            ctx, st, "host:admission", ADMISSION_TASK, "", ADMISSION_FORM, exempt=True, form=ADMISSION_GRAMMAR_FORM
+        )
+    )
     admission = Admission.read(result.text)
     if not admission.readable(stated):
         again = await ctx.turn(
@@ -144,6 +169,7 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                 f"## 上一次的回答\n{clip(result.text, 600)}",
                 ADMISSION_FORM,
                 exempt=True,
+                form=ADMISSION_GRAMMAR_FORM,
             )
         )
         admission = Admission.read(again.text)
@@ -368,6 +394,7 @@ def _role_plan(
         ],
         material=material,
         output=CLOSING_PARTS if round_no == 4 else FIVE_PARTS,
+        form=CLOSING_FORM if round_no == 4 else SPEECH_FORM,
         others=[r.name for r in st.roles if r.slug != role.slug],
         postprocess=_closing_postprocess(st, role) if round_no == 4 else _speech_postprocess,
     )

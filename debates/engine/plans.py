@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from debates.engine.prompts import TaskDecorator, compose, domain_bridge, stop_before
 from debates.engine.spec import PersonaSpec
+from debates.engine.structure import Form
 from debates.engine.turns import DebateContext, PostProcess, TurnPlan
 
 HOST_RULE = "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"
@@ -29,9 +30,12 @@ def plan(
     duty: str = "",
     exempt: bool = False,
     max_tokens: int | None = None,
+    form: Form | None = None,
 ) -> TurnPlan:
     """A speech (or any turn): `others` are the names of the other speakers, whose lines a small
-    model might start writing (the turn stops there); `stop` replaces the default stop strings."""
+    model might start writing (the turn stops there); `stop` replaces the default stop strings.
+    `form`, the labelled parts `output` asks for, is sent as a grammar to a client that takes one
+    (the local model), so its reply has them all, in order and within the turn's budget."""
     decorator = TaskDecorator(
         topic=ctx.spec.question,
         facts=ctx.facts,
@@ -39,19 +43,24 @@ def plan(
         domain_bridge=domain_bridge(speaker) if speaker.kind == "debater" else "",
         rules=list(rules),
     )
+    budget = max_tokens or ctx.max_tokens(kind)
+    client = ctx.seat_client(speaker.slug)
+    grammar = form is not None and ctx.client_for(client).supports_grammar
+
     return TurnPlan(
         key=key,
         round=round_no,
         phase=phase,
         speaker=speaker,
         messages=compose(speaker, decorator, material=material, output_format=output, duty=duty),
-        max_tokens=max_tokens or ctx.max_tokens(kind),
+        max_tokens=budget,
         summary_limit=ctx.format.summary_limit,
         stop=stop if stop is not None else stop_before(list(others)),
-        client=ctx.seat_client(speaker.slug),
+        client=client,
         postprocess=postprocess,
         exempt_from_cap=exempt,
         reserved=kind == "verdict",
+        extra={"grammar": form.fit(budget).grammar()} if grammar else None,
     )
 
 
@@ -68,6 +77,7 @@ def host_plan(
     exempt: bool = False,
     max_tokens: int | None = None,
     phase: str = "host",
+    form: Form | None = None,
 ) -> TurnPlan:
     """A turn of the host or moderator: procedure and record only, in neutral language."""
     return plan(
@@ -83,4 +93,5 @@ def host_plan(
         duty="你是主持人，语言中性。",
         exempt=exempt,
         max_tokens=max_tokens,
+        form=form,
     )

@@ -16,6 +16,7 @@ from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
+from debates.engine.structure import Form, Part
 from debates.engine.text import bullet_items, clip, field_value, first_sentence
 from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
 
@@ -180,6 +181,7 @@ def _plan(
     material: str,
     fmt: str,
     post=None,
+    form: Form | None = None,
 ) -> TurnPlan:
     return plan(
         ctx,
@@ -192,6 +194,7 @@ def _plan(
         output=fmt,
         others=[r.name for r in st.roles if r.slug != role.slug],
         postprocess=post,
+        form=form,
     )
 
 
@@ -283,12 +286,47 @@ async def _run(ctx: DebateContext) -> str:
 
 
 R1_FORM = "核心论点：一句话\n论据：\n1. …\n2. …\n（2–3 条）\n置信度：高 / 中 / 低\n小结：一句话（不超过 80 字）"
+CONFIDENCE_PART = Part("置信度", choices=("高", "中", "低"))
+R1_GRAMMAR = Form(
+    (Part("核心论点", chars=100), Part("论据", chars=180, lines=3), CONFIDENCE_PART, Part("小结", chars=SUMMARY_LIMIT))
+)
+
+
+def challenge_form(others: list[str]) -> Form:
+    """R2: whom (one of the others, by name), which claim, the flaw, one's own position."""
+    return Form(
+        (
+            Part("质询对象", choices=tuple(others)),
+            Part("针对论点", chars=100),
+            Part("漏洞", chars=150, lines=2),
+            Part("你的立场", chars=80),
+            Part("小结", chars=SUMMARY_LIMIT),
+        )
+    )
+
+
+def revision_form(veto_right: bool) -> Form:
+    parts = [
+        Part("决定", choices=("修正", "坚持")),
+        Part("理由", chars=150, lines=2),
+        Part("最终立场", chars=80),
+        CONFIDENCE_PART,
+        Part("小结", chars=SUMMARY_LIMIT),
+    ]
+    if veto_right:
+        parts += [Part("否决", choices=("是", "否")), Part("失败场景", chars=150)]
+    return Form(tuple(parts))
+
+
+SUITABILITY_GRAMMAR = Form(
+    (Part("类别", choices=("适合", "简单事实", "单一修复", "紧急", "已有结论")), Part("理由", chars=80))
+)
 
 
 async def _statements(ctx: DebateContext, st: TableState, roles: list[PersonaSpec]) -> None:
     """Round 1: each role states its thesis blind (also a role seated at the checkpoint)."""
     rule = ["轮次 1：只看议题，看不到其他角色的发言（防锚定）。"]
-    plans = [_plan(ctx, st, r, f"r1:{r.slug}", 1, "r1", rule, "", R1_FORM, parse_r1) for r in roles]
+    plans = [_plan(ctx, st, r, f"r1:{r.slug}", 1, "r1", rule, "", R1_FORM, parse_r1, R1_GRAMMAR) for r in roles]
     for result in await ctx.parallel(plans):
         st.speeches[(result.speaker.slug, 1)] = result
         if not result.data.get("confidence_stated"):
@@ -330,7 +368,16 @@ async def _suitable(ctx: DebateContext, st: TableState, report: ReportBuilder) -
     fits, hint = suitability(ctx.spec.question)
     hint_line = "" if fits else f"关键词提示（仅供参考，常有误判）：{hint}"
     answer = await ctx.turn(
-        _host_plan(ctx, st, "host:suitability", SUITABILITY_TASK, hint_line, SUITABILITY_FORM, max_tokens=120)
+        _host_plan(
+            ctx,
+            st,
+            "host:suitability",
+            SUITABILITY_TASK,
+            hint_line,
+            SUITABILITY_FORM,
+            max_tokens=120,
+            form=SUITABILITY_GRAMMAR,
+        )
     )
     kind, reason = read_suitability(answer.text)
     report.data["suitability_hint"] = hint
@@ -351,7 +398,19 @@ async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
         "必须挑战至少一个其他角色的核心论点，指出具体漏洞。禁止“同意并补充”式的表演性和谐。",
     ]
     plans = [
-        _plan(ctx, st, r, f"r2:{r.slug}", 2, "r2", rules, "## 轮次 1 全部发言\n" + _all_r1(st), fmt) for r in st.roles
+        _plan(
+            ctx,
+            st,
+            r,
+            f"r2:{r.slug}",
+            2,
+            "r2",
+            rules,
+            "## 轮次 1 全部发言\n" + _all_r1(st),
+            fmt,
+            form=challenge_form([o.name for o in st.roles if o.slug != r.slug]),
+        )
+        for r in st.roles
     ]
     results = await ctx.parallel(plans)
     for role, result in zip(st.roles, results, strict=True):
@@ -379,6 +438,7 @@ async def _cross_examination(ctx: DebateContext, st: TableState) -> None:
                 ],
                 "## 轮次 1 全部发言\n" + _all_r1(st) + f"\n\n## 你被退回的上一版\n{result.text}",
                 fmt,
+                form=challenge_form(others),
             )
             result = await ctx.turn(resend)
             if challenge_of(result.text, others) is None:
@@ -413,6 +473,7 @@ async def _revision(ctx: DebateContext, st: TableState, report: ReportBuilder) -
                 f"## 你的轮次 1\n{st.speeches[(role.slug, 1)].text}\n\n## 轮次 2 全部质询\n{r2}",
                 fmt,
                 _r3_post(role.veto_right),
+                revision_form(role.veto_right),
             )
         )
     for result in await ctx.parallel(plans):

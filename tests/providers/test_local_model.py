@@ -351,11 +351,13 @@ async def test_real_model_queues_concurrent_turns(real_client):
 
 
 @pytest.mark.localmodel
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(240)
 async def test_real_model_runs_a_short_duel_with_a_report(real_client):
-    """The acceptance run: a one-round duel on the real model with tiny token limits."""
+    """The acceptance run: a one-round duel on the real model, each turn written to its form (the
+    grammar the local server enforces): every part, in order, the position change one of its three
+    words, no echo of the prompt's template."""
     from debates.engine.debate import run_debate
-    from debates.engine.duel import DuelOptions
+    from debates.engine.duel import CLOSE_FORM, SPEECH_FORM, DuelOptions
     from debates.engine.events import ListSink, Report, Status, TurnFinished
     from debates.engine.spec import CritiqueSpec, DebateSpec, LibrarySpec, PersonaSpec, SeatSpec
     from debates.engine.turns import ClientPool
@@ -366,7 +368,7 @@ async def test_real_model_runs_a_short_duel_with_a_report(real_client):
         question="念佛与参禅，哪条路更适合现代人修行？",
         format="duel",
         seats=[SeatSpec(huineng), SeatSpec(yinguang)],
-        options=DuelOptions(rounds=1, max_tokens={"speech": 40, "close": 40}, temperature=0),
+        options=DuelOptions(rounds=1, max_tokens={"speech": 160, "close": 160}, temperature=0),
         library=LibrarySpec(
             critiques=[CritiqueSpec("huineng", "yinguang", "执著名号，未见自性。", "《六祖坛经·疑问品》")]
         ),
@@ -376,14 +378,36 @@ async def test_real_model_runs_a_short_duel_with_a_report(real_client):
 
     assert outcome == "done", [e for e in sink.events if isinstance(e, Status)]
     turns = sink.of(TurnFinished)
-    assert [t.key for t in turns] == ["duel:1:huineng", "duel:1:yinguang", "duel:close"]
+    assert [t.key for t in turns if not t.key.endswith(":again")] == ["duel:1:huineng", "duel:1:yinguang", "duel:close"]
     for turn in turns:
-        assert CJK.search(turn.text), turn.text  # real Chinese text from the model
+        form = CLOSE_FORM if turn.key == "duel:close" else SPEECH_FORM
+        labels = [line.split("：", 1)[0] for line in turn.text.splitlines() if "：" in line]
+        assert [label for label in labels if label in form.labels()] == form.labels(), turn.text
+        assert CJK.search(turn.text) and "输出格式" not in turn.text and "按下面" not in turn.text, turn.text
         assert 0 < len(turn.summary) <= 80
-        assert not turn.usage_estimated and 0 < turn.completion_tokens <= 40  # the server's own counts
+        assert not turn.usage_estimated and 0 < turn.completion_tokens <= 160  # the server's own counts
+        if turn.key != "duel:close":
+            change = turn.text.split("立场变化：", 1)[1]
+            assert change.startswith(("无", "松动", "转向")), turn.text
     report = sink.of(Report)
     assert report and "Neutral synthesis" in report[0].verdict_markdown  # msgids: drawn per reader later
     assert report[0].data["pair_key"] == "huineng-vs-yinguang"
+
+
+@pytest.mark.localmodel
+@pytest.mark.timeout(120)
+async def test_every_forms_grammar_is_one_llamacpp_accepts(real_client):
+    """A grammar llama.cpp cannot parse is a 400 for the whole turn: each format's forms are sent
+    (one token asked, so only the parse is paid for)."""
+    from tests.engine.test_structure import FORMS
+
+    await real_client.ensure_ready()
+    question = [{"role": "user", "content": "测试"}]
+    for name, form in FORMS.items():
+        for budget in (120, 450):
+            stream = real_client.stream(question, max_tokens=1, temperature=0, grammar=form.fit(budget).grammar())
+            first = [d async for d in stream]  # ProviderError (HTTP 400) if llama.cpp refused the grammar
+            assert stream.completion.finish_reason == "length" and len("".join(first)) >= 1, name
 
 
 @pytest.mark.localmodel

@@ -17,7 +17,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.test import Client
 
-from debates import runner
+from debates import frames, runner
 from personas.manifest.io import import_manifest
 
 CORPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "hostile.json"
@@ -298,7 +298,7 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
     """Run debates to their end in this loop, a few at a time; with `capture`, every frame sent to
     each debate's channel group, in order of arrival (a test channel is subscribed before it starts)."""
     layer = get_channel_layer()
-    frames: dict[int, list] = {pk: [] for pk in debate_ids}
+    captured: dict[int, list] = {pk: [] for pk in debate_ids}
     gate = asyncio.Semaphore(parallel)
 
     async def one(pk: int) -> str:
@@ -307,14 +307,14 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
                 return await runner.execute(pk, frame_interval=0.01)
             channel = await layer.new_channel()
             await layer.group_add(frames.group(pk, "zh-hans"), channel)
-            reader = asyncio.create_task(_reader(layer, channel, frames[pk]))
+            reader = asyncio.create_task(_reader(layer, channel, captured[pk]))
             try:
                 return await runner.execute(pk, frame_interval=0.01)
             finally:
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await reader
-                await _drain(layer, channel, frames[pk])
+                await _drain(layer, channel, captured[pk])
                 await layer.group_discard(frames.group(pk, "zh-hans"), channel)
 
     outcomes = await asyncio.gather(*(one(pk) for pk in debate_ids))
@@ -324,7 +324,7 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
 
         details = await database_sync_to_async(lambda: {pk: Debate.objects.get(pk=pk).status_detail for pk in bad})()
         raise AssertionError(f"debates did not finish: {bad} {details}")
-    return frames
+    return captured
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,0 +1,84 @@
+"""The labelled parts a turn must write, as a grammar a local llama.cpp server enforces.
+
+A 1.5B model cannot be argued into a structure: it copies the prompt's headings, skips parts or
+runs one into the next. llama.cpp's server takes a GBNF grammar per request and samples only what
+the grammar allows, so a `Form` here makes every part come out, in order, labelled, filled and
+within its length, and the reply end after the last part. Remote providers get the same parts as
+prompt text only (they ignore grammars).
+
+Lengths are in characters. `Form.fit(max_tokens)` shrinks the free-text parts, in proportion,
+until the longest reply the grammar allows fits in the turn's token budget (at one token per
+character, the worst case for Chinese), so the budget never cuts a reply off inside a part, which
+is what the grammar is there to prevent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+ANY = r"[^\n\r]"  # one character of a line
+FIRST = r"[^\n\r ]"  # a value starts at once, not with a space
+
+
+@dataclass(frozen=True)
+class Part:
+    label: str  # written as "label：" at the start of its line
+    chars: int = 0  # free text of at most this many characters …
+    lines: int = 1  # … over at most this many lines (a speech's paragraphs)
+    choices: tuple[str, ...] = ()  # or: one of these words …
+    tail: int = 0  # … followed by at most this many characters (a half-sentence of reason)
+    pattern: str = ""  # or: a GBNF expression (its length: `chars`)
+
+    def size(self) -> int:
+        """The most characters this part can take, its label and line break included."""
+        if self.choices:
+            value = max(map(len, self.choices)) + self.tail
+        else:
+            value = self.chars + self.lines - 1
+        return len(self.label) + 2 + value
+
+    def rule(self, name: str) -> str:
+        if self.pattern:
+            return f"{name} ::= {self.pattern}"
+        if self.choices:
+            words = " | ".join(f'"{_escape(word)}"' for word in self.choices)
+            return f"{name} ::= ({words})" + (f" {ANY}{{0,{self.tail}}}" if self.tail else "")
+        per_line = max(10, self.chars // self.lines)
+        more = f' ("\\n" {ANY}{{1,{per_line}}}){{0,{self.lines - 1}}}' if self.lines > 1 else ""
+        return f"{name} ::= {FIRST} {ANY}{{0,{per_line - 1}}}{more}"
+
+
+@dataclass(frozen=True)
+class Form:
+    parts: tuple[Part, ...]
+
+    def labels(self) -> list[str]:
+        return [p.label for p in self.parts]
+
+    def size(self) -> int:
+        """The longest reply the grammar allows, in characters."""
+        return sum(p.size() for p in self.parts)
+
+    def fit(self, max_tokens: int) -> Form:
+        """This form with its free-text parts shrunk in proportion (to at least 10 characters a
+        line) so that `size() <= max_tokens`; unchanged when it already fits."""
+        room = max_tokens - 8
+        if self.size() <= room:
+            return self
+        free = [p for p in self.parts if p.chars and not p.choices and not p.pattern]
+        fixed = self.size() - sum(p.chars for p in free)
+        scale = max(0.0, room - fixed) / max(1, sum(p.chars for p in free))
+        return Form(
+            tuple(replace(p, chars=max(10 * p.lines, int(p.chars * scale))) if p in free else p for p in self.parts)
+        )
+
+    def grammar(self) -> str:
+        """GBNF (llama.cpp's dialect): every part, in order, each on its own line."""
+        sequence = " ".join(
+            f'"{"" if n == 0 else chr(92) + "n"}{_escape(p.label)}：" p{n}' for n, p in enumerate(self.parts)
+        )
+        return "\n".join([f"root ::= {sequence}", *(p.rule(f"p{n}") for n, p in enumerate(self.parts))]) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,117 @@
+"""Forms as grammars (issue 13 part 4): a client that takes a GBNF grammar (the local llama.cpp
+server) gets one with every structured turn, bounded to fit the turn's max_tokens; a remote client
+gets none. A duel speech whose own stance line argues the opponent's side is written again once.
+The grammars against the real llama.cpp server: tests/providers/test_local_model.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from debates.engine import duel, panel, roundtable
+from debates.engine.structure import Form, Part
+from testkit.fake_llm import FakeLLM
+
+from .conftest import HUINENG, YINGUANG, debate, duel_spec, options, panel_spec, table_spec
+from .test_panel import UNCAPPED, panel_fake
+from .test_roundtable import STANDARD, table_fake
+
+FORMS = {
+    "duel speech": duel.SPEECH_FORM,
+    "duel close": duel.CLOSE_FORM,
+    "panel speech": panel.SPEECH_FORM,
+    "panel closing": panel.CLOSING_FORM,
+    "panel admission": panel.ADMISSION_GRAMMAR_FORM,
+    "roundtable r1": roundtable.R1_GRAMMAR,
+    "roundtable r2": roundtable.challenge_form(["乐观者", "魔鬼代言人"]),
+    "roundtable r3 with veto": roundtable.revision_form(True),
+    "roundtable suitability": roundtable.SUITABILITY_GRAMMAR,
+}
+
+
+@pytest.mark.parametrize("form", FORMS.values(), ids=FORMS.keys())
+@pytest.mark.parametrize("max_tokens", [120, 380, 700])
+def test_a_form_fits_its_budget_and_names_every_part_in_order(form, max_tokens):
+    fitted = form.fit(max_tokens)
+    floor = sum(p.size() for p in fitted.parts if not p.chars) + sum(
+        len(p.label) + 2 + 10 * p.lines for p in fitted.parts if p.chars
+    )
+    assert fitted.size() <= max(max_tokens, floor)  # fits, unless even the minimums do not
+    grammar = fitted.grammar()
+    root = grammar.splitlines()[0]
+    assert re.findall(r'"(?:\\n)?([^"：]+)："', root) == form.labels()
+    for n, part in enumerate(form.parts):
+        assert f"p{n} ::= " in grammar
+        for word in part.choices:
+            assert f'"{word}"' in grammar
+
+
+def test_free_text_is_bounded_per_line():
+    form = Form((Part("正文", chars=300, lines=3), Part("小结", chars=80)))
+    assert form.grammar().splitlines()[1:] == [
+        r'p0 ::= [^\n\r ] [^\n\r]{0,99} ("\n" [^\n\r]{1,100}){0,2}',
+        r"p1 ::= [^\n\r ] [^\n\r]{0,79}",
+    ]
+
+
+def grammar_client(**kw) -> FakeLLM:
+    fake = FakeLLM(**kw)
+    fake.supports_grammar = True  # as LocalModelClient
+    return fake
+
+
+async def test_a_local_client_gets_a_grammar_with_each_structured_turn_a_remote_one_does_not():
+    local = grammar_client()
+    run = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), local)
+    speech = run.call("duel:1:huineng")
+    assert speech.extra["grammar"] == duel.SPEECH_FORM.fit(speech.max_tokens).grammar()
+    assert run.call("duel:close").extra["grammar"].startswith('root ::= "双方主张："')
+
+    remote = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), FakeLLM())
+    assert all(not c.extra for c in remote.calls)
+
+
+async def test_the_roundtable_challenge_grammar_names_only_the_other_roles():
+    fake = table_fake(STANDARD)
+    fake.supports_grammar = True
+    run = await debate(table_spec(no_interrupt=True), fake)
+    grammar = run.call("r2:optimist").extra["grammar"]
+    assert '"魔鬼代言人"' in grammar and '"乐观者"' not in grammar  # whom: never oneself
+
+
+async def test_panel_turns_carry_their_forms():
+    fake = panel_fake()
+    fake.supports_grammar = True
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+    assert run.call("host:admission").extra["grammar"].startswith('root ::= "类型：" p0 "\\n可证伪："')
+    assert '"\\n沉默声明：" p3' in run.call("r1:osborn").extra["grammar"]
+
+
+# -- a speaker that loses its side -----------------------------------------------------------------
+
+FLIPPED = "正文：念佛最稳妥。\n立场变化：转向\n小结：念佛往生净土才是现代人最稳妥的路。"
+OWN = "正文：直指人心。\n立场变化：无\n小结：参禅顿悟自性，不假外求。"
+
+
+def test_speaks_for_counts_each_sides_own_words_in_the_stance_line():
+    assert duel.speaks_for(FLIPPED, YINGUANG, HUINENG)
+    assert not duel.speaks_for(OWN, YINGUANG, HUINENG)
+    # Naming the other side to reject it: its words and one's own weigh the same, not a flip.
+    assert not duel.speaks_for("小结：念佛不如参禅直接。", YINGUANG, HUINENG)
+
+
+async def test_a_speech_arguing_the_opponents_side_is_written_again_once():
+    fake = FakeLLM()
+    fake.reply("duel:1:huineng", FLIPPED)
+    fake.reply("duel:1:huineng:again", OWN)
+    run = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), fake)
+
+    assert run.keys[:2] == ["duel:1:huineng", "duel:1:huineng:again"]
+    assert "被退回重写" in run.call("duel:1:huineng:again").user
+    assert "side_lost" in run.warning_codes and "side_lost_kept" not in run.warning_codes
+    # the opponent answers the rewritten position, not the flipped one
+    assert (
+        "参禅顿悟自性" in run.call("duel:1:yinguang").user
+        and "念佛往生净土才是" not in run.call("duel:1:yinguang").user
+    )
