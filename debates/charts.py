@@ -93,19 +93,21 @@ def _grid(title: str, rows: list[str], columns: list[str], cells: dict[tuple[int
     return _svg(width, height, title, body)
 
 
-def duel_positions(data: dict) -> SafeString | str:
-    """Each master's position per round: held, or moved (as each declared it)."""
-    speeches = [t for t in data.get("turns", []) if "moved" in (t.get("data") or {})]
+def _positions(speeches: list[dict], state_of) -> SafeString | str:
+    """Speakers × rounds, each cell the state `state_of(turn)` reads from that speech."""
     if not speeches:
         return ""
     names = list(OrderedDict.fromkeys(_name(t) for t in speeches))
     rounds = sorted({t["round"] for t in speeches})
-    cells = {}
-    for t in speeches:
-        moved = (t.get("data") or {}).get("moved")
-        cells[(names.index(_name(t)), rounds.index(t["round"]))] = "loosened" if moved else "held"
+    cells = {(names.index(_name(t)), rounds.index(t["round"])): state_of(t) for t in speeches}
     columns = [_("R%(n)d") % {"n": r} for r in rounds]
     return _grid(_("Positions across rounds"), names, columns, cells)
+
+
+def duel_positions(data: dict) -> SafeString | str:
+    """Each master's position per round: held, or moved (as each declared it)."""
+    speeches = [t for t in data.get("turns", []) if "moved" in (t.get("data") or {})]
+    return _positions(speeches, lambda t: "loosened" if t["data"].get("moved") else "held")
 
 
 def _summary_state(summary: str) -> str:
@@ -120,17 +122,7 @@ def _summary_state(summary: str) -> str:
 def panel_positions(data: dict) -> SafeString | str:
     """The position-evolution table as a picture: each role, each round."""
     speeches = [t for t in data.get("turns", []) if "silent" in (t.get("data") or {})]
-    if not speeches:
-        return ""
-    names = list(OrderedDict.fromkeys(_name(t) for t in speeches))
-    rounds = sorted({t["round"] for t in speeches})
-    cells = {}
-    for t in speeches:
-        silent = (t.get("data") or {}).get("silent")
-        state = "silent" if silent else _summary_state(t.get("summary", ""))
-        cells[(names.index(_name(t)), rounds.index(t["round"]))] = state
-    columns = [_("R%(n)d") % {"n": r} for r in rounds]
-    return _grid(_("Positions across rounds"), names, columns, cells)
+    return _positions(speeches, lambda t: "silent" if t["data"].get("silent") else _summary_state(t.get("summary", "")))
 
 
 LEVELS = {"low": 1, "medium": 2, "high": 3}

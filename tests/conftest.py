@@ -87,6 +87,14 @@ def libraries(db):
 
 
 @pytest.fixture
+def no_runs(monkeypatch):
+    """Debates are admitted but not run: the ids dispatched, in order."""
+    started = []
+    monkeypatch.setattr("debates.control.dispatch", started.append)
+    return started
+
+
+@pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user("alice", password="pw-alice-123")
 

@@ -128,14 +128,32 @@ def side_words(persona: PersonaSpec, other: PersonaSpec) -> set[str]:
     return {k for k in mine - theirs if not any(k in t for t in theirs)}
 
 
+# A claim for a side: its word followed by a verdict ("念佛更适合", "参禅才是…"), or a verdict
+# followed by it ("我认为念佛…", "应当参禅").
+_VERDICT_AFTER = "(?:更适合|最适合|最直接|更直接|才是|更好|为上|优先|更究竟|更根本|更殊胜|最稳妥|更稳妥)"
+_VERDICT_BEFORE = "(?:我认为|我主张|主张|应当|应该|建议|首推|只有)"
+
+
+def _claims(text: str, words: set[str]) -> int:
+    return sum(
+        len(re.findall(rf"{re.escape(w)}[^，。；！？,.;!?\n]{{0,6}}{_VERDICT_AFTER}", text))
+        + len(re.findall(rf"{_VERDICT_BEFORE}[^，。；！？,.;!?\n]{{0,4}}{re.escape(w)}", text))
+        for w in words
+    )
+
+
 def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
-    """The speech's own stance line (its summary, else its first sentence) names `side`'s
-    position more than the speaker's own: it argues the opponent's side. Method: count each
-    side's distinctive words (school and keywords) in that line."""
+    """The speech argues `side`'s position rather than the speaker's own. Method: each side's
+    distinctive words (school and keywords, none the other shares) are looked for in claims, a word
+    next to a verdict ("念佛更适合", "我认为念佛…"); more claims for the other side is a flip. With no
+    claim either way, the stance line decides: the summary (else the first sentence) naming the
+    other side's words more than the speaker's own."""
+    theirs_words, mine_words = side_words(side, speaker), side_words(speaker, side)
+    theirs, mine = _claims(text, theirs_words), _claims(text, mine_words)
+    if theirs or mine:
+        return theirs > mine
     line = (field_value(text, ("小结", "summary")) or first_sentence(text)).lower()
-    theirs = sum(w.lower() in line for w in side_words(side, speaker))
-    mine = sum(w.lower() in line for w in side_words(speaker, side))
-    return theirs > mine
+    return sum(w.lower() in line for w in theirs_words) > sum(w.lower() in line for w in mine_words)
 
 
 def ammunition(critiques: list[CritiqueSpec], source: str, target: str) -> list[CritiqueSpec]:

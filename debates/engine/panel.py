@@ -476,35 +476,29 @@ def _closing_postprocess(st: PanelState, role: PersonaSpec):
     return check
 
 
+# What a closing is checked for: (its data key, the warning's code and message, the value's name).
+CLOSING_FLAGS = (
+    ("missing_parts", "r4_form", gettext_noop("%(speaker)s's closing lacks: %(found)s.")),
+    ("other_rounds", "r4_other_rounds", gettext_noop("%(speaker)s's closing quotes beyond R3: %(found)s.")),
+    (
+        "new_fronts",
+        "r4_new_front",
+        gettext_noop("%(speaker)s's closing opens a new front against %(found)s (R4 may not)."),
+    ),
+)
+
+
 async def _flag_closings(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
     flags = {}
     for role in st.roles:
         result = st.results.get((role.slug, 4))
         if result is None:
             continue
-        data = result.data
-        if data.get("missing_parts"):
-            await ctx.warn(
-                "r4_form",
-                gettext_noop("%(speaker)s's closing lacks: %(parts)s."),
-                speaker=role.name,
-                parts=verbatim("、".join(data["missing_parts"])),
-            )
-        if data.get("other_rounds"):
-            await ctx.warn(
-                "r4_other_rounds",
-                gettext_noop("%(speaker)s's closing quotes beyond R3: %(quotes)s."),
-                speaker=role.name,
-                quotes=verbatim("、".join(data["other_rounds"])),
-            )
-        if data.get("new_fronts"):
-            await ctx.warn(
-                "r4_new_front",
-                gettext_noop("%(speaker)s's closing opens a new front against %(names)s (R4 may not)."),
-                speaker=role.name,
-                names=verbatim("、".join(data["new_fronts"])),
-            )
-        flags[role.slug] = {k: data.get(k, []) for k in ("missing_parts", "other_rounds", "new_fronts")}
+        for key, code, msgid in CLOSING_FLAGS:
+            if result.data.get(key):
+                found = verbatim("、".join(result.data[key]))
+                await ctx.warn(code, msgid, speaker=role.name, found=found)
+        flags[role.slug] = {key: result.data.get(key, []) for key, _code, _msgid in CLOSING_FLAGS}
     if flags:
         report.data["closing_checks"] = flags
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-ANY = r"[^\n\r]"  # one character of a line
-FIRST = r"[^\n\r ]"  # a value starts at once, not with a space
+# One character of a value: anything but a line break or the full-width colon, so a value never
+# holds a label of its own ("…立场变化：转向" run into the speech, a copied "小结：" line).
+ANY = r"[^\n\r：]"
+FIRST = r"[^\n\r： ]"  # a value starts at once, not with a space
 
 
 @dataclass(frozen=True)

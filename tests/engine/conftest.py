@@ -21,6 +21,7 @@ from debates.engine import registry
 from debates.engine.budget import Ledger
 from debates.engine.debate import run_debate
 from debates.engine.spec import (
+    CompletedTurn,
     DebateSpec,
     DomainTemplateSpec,
     LibrarySpec,
@@ -197,6 +198,13 @@ class Run:
         done = self.sink.of(ev.Finished)
         assert len(done) == 1
         return done[0]
+
+    def completed(self) -> dict[str, CompletedTurn]:
+        """This run's finished turns as a resumed run's spec holds them (`spec.completed`)."""
+        return {
+            t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+            for t in self.sink.of(ev.TurnFinished)
+        }
 
     def turns(self) -> dict[str, ev.TurnFinished]:
         return {t.key: t for t in self.sink.of(ev.TurnFinished)}

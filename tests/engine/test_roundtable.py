@@ -212,10 +212,7 @@ async def test_checkpoint_after_r1_then_resume_without_recalling_r1():
     assert not first.sink.of(ev.Report)
 
     spec = table_spec()
-    spec.completed = {
-        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
-        for t in first.sink.of(ev.TurnFinished)
-    }
+    spec.completed = first.completed()
     spec.checkpoint_reply = "预算只有十万元 CHECKPOINT-FACT"
     resumed = await debate(spec, fake)
 

@@ -12,7 +12,7 @@ from debates.engine import panel
 from debates.engine.budget import Ledger
 from debates.engine.duel import choose_pair, duel_citations, school
 from debates.engine.moderated import VERDICT_FORM, enforce_verdict_form
-from debates.engine.spec import CompletedTurn, PairingRuleSpec
+from debates.engine.spec import PairingRuleSpec
 from debates.engine.text import field_value, summary_of
 from testkit.fake_llm import FakeLLM
 
@@ -327,9 +327,9 @@ async def test_17_a_resumed_panel_whose_retries_crossed_the_cap_still_gets_its_v
     # crashes are charged to the ledger, and they push the spending past the rounds' share.
     spec = panel_spec(token_budget=budget)
     spec.completed = {
-        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
-        for t in first.sink.of(ev.TurnFinished)
-        if t.key.startswith(("host:", "r1:", "r2:")) and not t.key.startswith("host:verdict")
+        key: turn
+        for key, turn in first.completed().items()
+        if key.startswith(("host:", "r1:", "r2:")) and not key.startswith("host:verdict")
     }
     ledger = Ledger()
     ledger.charge("earlier-attempts", 2000, 1000, estimated=True)
@@ -394,10 +394,7 @@ async def test_12_the_checkpoint_can_seat_and_unseat_roles():
     assert first.outcome == "waiting"
 
     spec = table_spec(roles=[*STANDARD, AI_PM], joined=["ai-product-manager"], left=["optimist"])
-    spec.completed = {
-        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
-        for t in first.sink.of(ev.TurnFinished)
-    }
+    spec.completed = first.completed()
     spec.checkpoint_reply = ""
     resumed = await debate(spec, fake)
 

@@ -47,11 +47,11 @@ def test_a_form_fits_its_budget_and_names_every_part_in_order(form, max_tokens):
             assert f'"{word}"' in grammar
 
 
-def test_free_text_is_bounded_per_line():
+def test_free_text_is_bounded_per_line_and_never_holds_a_label():
     form = Form((Part("正文", chars=300, lines=3), Part("小结", chars=80)))
     assert form.grammar().splitlines()[1:] == [
-        r'p0 ::= [^\n\r ] [^\n\r]{0,99} ("\n" [^\n\r]{1,100}){0,2}',
-        r"p1 ::= [^\n\r ] [^\n\r]{0,79}",
+        r'p0 ::= [^\n\r： ] [^\n\r：]{0,99} ("\n" [^\n\r：]{1,100}){0,2}',
+        r"p1 ::= [^\n\r： ] [^\n\r：]{0,79}",
     ]
 
 
@@ -99,6 +99,10 @@ def test_speaks_for_counts_each_sides_own_words_in_the_stance_line():
     assert not duel.speaks_for(OWN, YINGUANG, HUINENG)
     # Naming the other side to reject it: its words and one's own weigh the same, not a flip.
     assert not duel.speaks_for("小结：念佛不如参禅直接。", YINGUANG, HUINENG)
+    # A claim decides over word counts: the summary names both, the speech claims the other side.
+    claimed = "正文：我认为念佛是通往自性最直接的途径。\n立场变化：转向\n小结：念佛和参禅都与自性有关。"
+    assert duel.speaks_for(claimed, YINGUANG, HUINENG)
+    assert not duel.speaks_for("正文：参禅才是顿悟之门，念佛亦可。\n小结：念佛与参禅。", YINGUANG, HUINENG)
 
 
 async def test_a_speech_arguing_the_opponents_side_is_written_again_once():

@@ -58,14 +58,6 @@ def debate(db, alice):
     return make_debate(alice)
 
 
-@pytest.fixture
-def no_runs(monkeypatch):
-    """Views may start debates; these tests only look at who may, so nothing really runs."""
-    started = []
-    monkeypatch.setattr("debates.control.dispatch", started.append)
-    return started
-
-
 # -- HTTP: owner, other user, anonymous, staff -------------------------------------------------------
 
 

@@ -54,14 +54,6 @@ def make_debate(owner, question="A private question about tea?", status="failed"
     return debate
 
 
-@pytest.fixture
-def no_runs(monkeypatch):
-    """Views may start debates; these tests look at who may, so nothing really runs."""
-    dispatched = []
-    monkeypatch.setattr("debates.control.dispatch", dispatched.append)
-    return dispatched
-
-
 def grant(user, codename="view_all_debates"):
     user.user_permissions.add(Permission.objects.get(codename=codename))
     return type(user).objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance

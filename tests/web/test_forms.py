@@ -5,24 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.management import call_command
 
 from debates.models import Debate, Seat
 from tests.web.formpage import errors_in
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def libraries(db):
-    call_command("load_libraries", verbosity=0)
-
-
-@pytest.fixture(autouse=True)
-def no_runs(monkeypatch):
-    started = []
-    monkeypatch.setattr("debates.control.dispatch", started.append)
-    return started
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs")]
 
 
 def post(client, **fields):

@@ -8,28 +8,15 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 
 from debates.models import Debate, Seat, Status, Turn
 from debates.specs import debate_spec
 from tests.web.formpage import errors_in
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs")]
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 QUESTION = "我们的客服产品要不要引入 RAG 知识库？"
-
-
-@pytest.fixture(autouse=True)
-def libraries(db):
-    call_command("load_libraries", verbosity=0)
-
-
-@pytest.fixture(autouse=True)
-def no_runs(monkeypatch):
-    started = []
-    monkeypatch.setattr("debates.control.dispatch", started.append)
-    return started
 
 
 @pytest.fixture

@@ -84,6 +84,12 @@ async def test_nothing_is_wider_than_a_phone(chromium, agora, fake_llm, locale):
     await shot(phone, f"report-phone-{locale[:2]}")
     await phone.goto(f"{agora.url}/")
     assert await overflow(phone) <= 0, "home"
+    await phone.goto(f"{agora.url}/debates/new/?format=roundtable")
+    assert await overflow(phone) <= 0, "start"
+    staff = await signed_in(chromium, agora, locale, PHONE, user="root")
+    await staff.goto(f"{agora.url}/admin/personas/persona/coverage/?a=huineng&b=yinguang")
+    await staff.wait_for_selector("#picked-pair")
+    assert await overflow(staff) <= 0, "the admin's coverage view"
 
 
 async def test_the_page_follows_the_speaker_until_the_reader_scrolls_away(chromium, agora, fake_llm):

@@ -9,7 +9,6 @@ import re
 from html import escape
 
 import pytest
-from django.core.management import call_command
 from django.utils import translation
 
 from debates.engine import registry
@@ -18,23 +17,11 @@ from debates.models import Debate
 from personas.models import Library, Persona
 from tests.web.formpage import errors_in
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs")]
 
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
 FORMATS = registry.names()
-
-
-@pytest.fixture(autouse=True)
-def libraries(db):
-    call_command("load_libraries", verbosity=0)
-
-
-@pytest.fixture(autouse=True)
-def no_runs(monkeypatch):
-    started = []
-    monkeypatch.setattr("debates.control.dispatch", started.append)
-    return started
 
 
 def start_page(client, fmt: str, **headers) -> str:

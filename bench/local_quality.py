@@ -1,0 +1,314 @@
+"""What the bundled local model writes, per format: are the parts there, is the template echoed,
+are the summaries summaries, does a speaker keep its side, how fast.
+
+    .venv/bin/python -m bench.local_quality [--no-forms] [--per-format 3] [--out FILE]
+
+Twelve questions (three per format, from the bundled libraries' own pairing rules and domain
+templates) run on Qwen2.5-Coder-1.5B under the local llama.cpp server, each created as the start
+form creates it and run to its end by `runner.execute` into a throw-away SQLite database. Sizes are
+kept small so the run takes about half an hour on 2 cores: duels of two rounds, panels whose cap
+ends them after R1, roundtables in standard mode run through the checkpoint, moderated debates of
+one round. `--no-forms` runs what Agora did before (no grammar sent, no second try for a speaker
+that lost its side) for the before/after comparison.
+
+Per format it prints:
+- turns: the structured turns (every turn that has a form; moderated speeches are free text);
+- fields complete: turns whose every part is there, labelled, in order, non-empty;
+- template echoes: turns that copy the prompt's instructions (phrases of the output formats);
+- valid summaries: summaries that are not empty, not the question, not a heading or a label, and
+  within the format's limit (all turns);
+- side flips (duels): speeches whose own stance line names the opponent's school and keywords
+  more than the speaker's own (`debates.engine.duel.speaks_for`), counted on the speech that
+  stands (after any second try). The method's agreement with 20 speeches labelled by reading is
+  printed from bench/data/side_flip_labels.json;
+- tokens/s: completion tokens over the turns' wall time, as the server counted them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+QUESTIONS = {
+    "duel": [
+        {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel", "rounds": 2},
+        {"topic": "顿悟与次第，修行应从哪里下手？", "format": "duel", "rounds": 2},
+        {"topic": "戒律行持与直观内观，哪个是解脱的根本？", "format": "duel", "rounds": 2},
+    ],
+    "panel": [
+        {"topic": "我们团队是否应该在明年全面转向远程办公？", "format": "panel", "token_budget": 9000},
+        {"topic": "我们公司明年是否应该把核心交易系统迁到云上？", "format": "panel", "token_budget": 9000},
+        {"topic": "初创公司是否应该在 A 轮融资前建立专职数据团队？", "format": "panel", "token_budget": 9000},
+    ],
+    "roundtable": [
+        {"topic": "我们的客服产品要不要引入 RAG 知识库？", "format": "roundtable", "mode": "standard"},
+        {"topic": "单体应用要不要重构成微服务架构？", "format": "roundtable", "mode": "standard"},
+        {"topic": "新用户留存下滑，增长团队该先做拉新还是先做留存？", "format": "roundtable", "mode": "standard"},
+    ],
+    "moderated": [
+        {
+            "topic": "小公司应该先做产品还是先做销售？",
+            "format": "moderated",
+            "personas": ["steve-jobs", "charlie-munger", "confucius"],
+            "rounds": 1,
+        },
+        {
+            "topic": "做决定时，该相信直觉还是相信分析？",
+            "format": "moderated",
+            "personas": ["charlie-munger", "socrates", "zhuangzi"],
+            "rounds": 1,
+        },
+        {
+            "topic": "一个人该追求有用，还是该追求自在？",
+            "format": "moderated",
+            "personas": ["confucius", "zhuangzi", "steve-jobs"],
+            "rounds": 1,
+        },
+    ],
+}
+# Phrases of the output formats' instructions: a turn holding one copied the template.
+ECHOES = (
+    "输出格式",
+    "按下面三部分写",
+    "按五要素输出",
+    "按两段输出",
+    "每项单独成行起头",
+    "每段单独成行起头",
+    "编号列出",
+    "只选一个词",
+    "不超过 80 字",
+    "不超过 60 字",
+    "（2–3 条）",
+    "高 / 中 / 低",
+    "修正 / 坚持",
+    "无 / 松动 / 转向",
+    "一句话（",
+    "本轮规则",
+)
+
+
+def setup(db: Path) -> None:
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "agora.settings",
+            "DATABASE_URL": f"sqlite:///{db}",
+            "OPENAI_BASE_URL": "",
+            "AGORA_MAX_RUNNING_PER_USER": "1000",
+            "DEBUG": "0",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    call_command("load_libraries", verbosity=0)
+    User.objects.create_user("bench", password="bench-password-1")
+
+
+def without_forms() -> None:
+    """What Agora did before: no grammar for the local model, no second try on a lost side."""
+    from debates.engine import duel
+    from debates.providers.local import LocalModelClient
+
+    LocalModelClient.supports_grammar = False
+    duel.speaks_for = lambda *args: False
+
+
+def form_of(fmt: str, key: str, turn) -> object | None:
+    """The form a turn was asked to write, by its key (None: free text)."""
+    from debates.engine import duel, panel, roundtable
+
+    names = [n for n in (turn.data or {}).get("others", [])]
+    if fmt == "duel":
+        return duel.CLOSE_FORM if key == "duel:close" else duel.SPEECH_FORM if key.startswith("duel:") else None
+    if fmt == "panel":
+        if key.startswith(("host:admission",)):
+            return panel.ADMISSION_GRAMMAR_FORM
+        if key.startswith("r4:"):
+            return panel.CLOSING_FORM
+        return panel.SPEECH_FORM if key[:1] == "r" else None
+    if fmt == "roundtable":
+        if key == "host:suitability":
+            return roundtable.SUITABILITY_GRAMMAR
+        if key.startswith("r1:"):
+            return roundtable.R1_GRAMMAR
+        if key.startswith("r2:"):
+            return roundtable.challenge_form(names or ["?"])
+        if key.startswith("r3:"):
+            return roundtable.revision_form("否决：" in turn.text or "失败场景" in turn.text)
+    return None
+
+
+def complete(form, text: str) -> bool:
+    """Every part labelled at a line start, in order, with something after its label."""
+    from debates.engine.text import field_value
+
+    at = 0
+    for label in form.labels():
+        found = text.find(f"{label}：", at)
+        if found < 0 or (found > 0 and text[found - 1] != "\n") or not field_value(text[found:], (label,)):
+            return False
+        at = found + len(label)
+    return True
+
+
+def valid_summary(summary: str, question: str, limit: int) -> bool:
+    from debates.engine.text import STRUCTURE_LABELS, normalise, similarity
+
+    s = summary.strip()
+    if not s or len(s) > limit or s.startswith("#") or s.strip("：:* ") in STRUCTURE_LABELS:
+        return False
+    if normalise(s) in normalise(question) or similarity(s, question) > 0.8:
+        return False
+    return True
+
+
+def measure(fmt: str, pks: list[int]) -> dict:
+    from debates.engine import duel, registry
+    from debates.models import Debate
+    from personas.models import Persona
+
+    limit = registry.get(fmt).summary_limit
+    stats = {"debates": len(pks), "outcomes": [], "turns": 0, "complete": 0, "echoes": 0}
+    stats |= {"summaries": 0, "valid_summaries": 0, "speeches": 0, "flips": 0, "tokens": 0, "seconds": 0.0}
+    stats["examples"] = []
+    for pk in pks:
+        debate = Debate.objects.get(pk=pk)
+        stats["outcomes"].append(debate.status)
+        turns = list(debate.turns.filter(state="done").order_by("position"))
+        # The duel's pair: whoever spoke (the pairing picks them when nobody is seated).
+        speakers = {t.speaker_slug for t in turns if t.key.startswith("duel:") and t.key != "duel:close"}
+        personas = {p.slug: p for p in Persona.objects.filter(slug__in=speakers, library__format=fmt)}
+        for turn in turns:
+            stats["tokens"] += turn.completion_tokens
+            stats["seconds"] += turn.latency or 0.0
+            stats["summaries"] += 1  # every turn's summary is read (the transcript, the stop rule)
+            stats["valid_summaries"] += valid_summary(turn.summary, debate.question, limit)
+            names = [t.speaker_name for t in turns if t.speaker_slug != turn.speaker_slug and t.key[:3] == "r1:"]
+            turn.data = {**(turn.data or {}), "others": list(dict.fromkeys(names))}
+            form = form_of(fmt, turn.key, turn)
+            if form is not None:
+                stats["turns"] += 1
+                stats["complete"] += complete(form, turn.text)
+                stats["echoes"] += any(e in turn.text for e in ECHOES)
+            if fmt == "duel" and turn.key.startswith("duel:") and turn.key != "duel:close":
+                later = [t for t in turns if t.key == turn.key + ":again"]
+                if later:
+                    continue  # the second try is the speech that stands
+                slug = turn.key.split(":")[2]
+                opponent = next((p for s, p in personas.items() if s != slug), None)
+                me = personas.get(slug)
+                if me and opponent:
+                    from debates.specs import persona_spec
+
+                    stats["speeches"] += 1
+                    flipped = duel.speaks_for(turn.text, persona_spec(opponent), persona_spec(me))
+                    stats["flips"] += flipped
+                    stats["examples"].append(
+                        {"speaker": slug, "opponent": opponent.slug, "text": turn.text, "flip_by_method": flipped}
+                    )
+    return stats
+
+
+def agreement() -> dict | None:
+    """The side-flip method against speeches labelled by reading (bench/data/side_flip_labels.json)."""
+    path = ROOT / "bench" / "data" / "side_flip_labels.json"
+    if not path.exists():
+        return None
+    from debates.engine.duel import speaks_for
+    from debates.engine.spec import PersonaSpec
+
+    labelled = json.loads(path.read_text(encoding="utf-8"))
+    people = {p["slug"]: PersonaSpec(**p) for p in labelled["personas"]}
+    agree = sum(
+        speaks_for(s["text"], people[s["opponent"]], people[s["speaker"]]) == s["flip"] for s in labelled["speeches"]
+    )
+    return {
+        "labelled": len(labelled["speeches"]),
+        "agree": agree,
+        "flips_labelled": sum(s["flip"] for s in labelled["speeches"]),
+    }
+
+
+def pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.0f}% ({a}/{b})" if b else "—"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-forms", action="store_true", help="before: no grammar, no second try")
+    parser.add_argument("--per-format", type=int, default=3)
+    parser.add_argument("--formats", default=",".join(QUESTIONS))
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "local_quality.json")
+    args = parser.parse_args(argv)
+
+    workdir = Path(tempfile.mkdtemp(prefix="agora-quality-"))
+    setup(workdir / "quality.sqlite3")
+    if args.no_forms:
+        without_forms()
+    from django.contrib.auth.models import User
+
+    from debates import runner
+    from debates.forms import create_debate
+
+    owner = User.objects.get(username="bench")
+    started = time.monotonic()
+    results = {}
+    loop = asyncio.new_event_loop()
+    for fmt in args.formats.split(","):
+        pks = []
+        for values in QUESTIONS[fmt][: args.per_format]:
+            values = {**values, "no_interrupt": True} if fmt == "roundtable" else values
+            debate, errors = create_debate(values, owner=owner)
+            if debate is None:
+                raise SystemExit(f"the form refused {values}: {errors}")
+            t0 = time.monotonic()
+            outcome = loop.run_until_complete(runner.execute(debate.pk))
+            print(f"{fmt:<10} #{debate.pk} {outcome:<8} {time.monotonic() - t0:6.0f} s  {values['topic']}", flush=True)
+            pks.append(debate.pk)
+        results[fmt] = measure(fmt, pks)
+
+    print(
+        f"\nlocal model quality · {'before (no forms)' if args.no_forms else 'with forms'} · "
+        f"{time.monotonic() - started:.0f} s\n"
+    )
+    print(
+        f"{'format':<11}{'turns':>6}  {'fields complete':<17}{'echoes':<14}{'valid summaries':<18}"
+        f"{'side flips':<14}{'tok/s':>6}"
+    )
+    for fmt, s in results.items():
+        flips = pct(s["flips"], s["speeches"]) if fmt == "duel" else "—"
+        rate = s["tokens"] / s["seconds"] if s["seconds"] else 0
+        print(
+            f"{fmt:<11}{s['turns']:>6}  {pct(s['complete'], s['turns']):<17}{pct(s['echoes'], s['turns']):<14}"
+            f"{pct(s['valid_summaries'], s['summaries']):<18}{flips:<14}{rate:6.1f}"
+        )
+    check = agreement()
+    if check:
+        print(
+            f"\nside-flip method vs {check['labelled']} speeches labelled by reading: agrees on "
+            f"{check['agree']}/{check['labelled']} ({check['flips_labelled']} labelled flips)"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"forms": not args.no_forms, "results": results, "agreement": check}, ensure_ascii=False, indent=1)
+    )
+    print(f"\nwritten: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
