@@ -406,6 +406,13 @@ def format_part(form: DebateForm) -> FormatPart:
     low, high = fmt.seating.count
     protocol = dict(libraries[0].protocol) if libraries else {}
     options = form.option_fields(fmt)
+    for name in options:  # the library's own default and range, where its protocol names them
+        field = form.fields[name]
+        if protocol.get(name) is not None:
+            field.widget.attrs["placeholder"] = _("default %(value)s") % {"value": protocol[name]}
+        if f"{name}_range" in protocol:
+            low, high = protocol[f"{name}_range"]
+            field.widget.attrs.update({"min": low, "max": high})
     shown = {"topic", "format", "personas", "evidence", "user_context", "provider", "model", "seat_models", *options}
     if fmt.modes:
         shown.add("mode")
