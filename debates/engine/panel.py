@@ -32,6 +32,7 @@ TYPE_LABELS = {
     "choice": gettext_noop("choice decision"),
     "truth": gettext_noop("truth-seeking"),
 }
+DECISIONS = ("investment", "choice")  # types judged by their outcome, not by a refutation
 TYPE_WORDS = {
     "investment": ("投资", "investment"),
     "choice": ("选择", "choice", "决策型"),
@@ -185,7 +186,18 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                 ),
                 outcome="refused",
             )
-    if (admission.unsuitable and not stated) or admission.falsifiable is False:
+    kind = stated or admission.kind
+    if admission.falsifiable is False and kind in DECISIONS and not admission.unsuitable:
+        # A decision is tested by its outcome: the seed's falsifiability test is for statements
+        # (a truth-seeking proposition, a generality). Small models answer 否 to decisions too.
+        await ctx.warn(
+            "admission_doubt",
+            gettext_noop(
+                "The host doubted the proposition can be falsified (%(reason)s); as a decision it is debated."
+            ),
+            reason=verbatim(clip(admission.reason, 160)),
+        )
+    elif (admission.unsuitable and not stated) or admission.falsifiable is False:
         raise DebateAborted(
             text(
                 gettext_noop("The proposition did not pass admission: %(reason)s"),
@@ -193,7 +205,7 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
             ),
             outcome="refused",
         )
-    st.kind = stated or admission.kind
+    st.kind = kind
     if st.kind == "investment" and not ctx.facts:
         # The seed: research failing for an investment decision is a hard stop, not a warning.
         raise DebateAborted(

@@ -190,6 +190,15 @@ async def test_5_admission_unreadable_twice_refuses_with_the_reason():
     assert run.keys == ["host:admission", "host:admission-again"]
 
 
+async def test_5_a_decision_the_host_calls_unfalsifiable_is_debated_with_the_doubt_noted():
+    """Seen on the local model: 可证伪：否 for ordinary decisions. A decision is tested by its
+    outcome; the refutation test is for statements (truth-seeking propositions, generalities)."""
+    doubt = "类型：选择决策型\n可证伪：否\n理由：涉及多个方面，无法得出确切答案。\n话题标识：remote-work-team-shift"
+    run = await debate(panel_spec(token_budget=1), panel_fake(admission=doubt))
+    assert run.outcome == "done" and run.data["proposition_type"] == "choice"
+    assert "涉及多个方面" in run.warning("admission_doubt").text
+
+
 INVESTMENT = "类型：投资决策型\n可证伪：是\n理由：有标的与仓位。\n话题标识：buy-nvidia-this-quarter"
 
 
