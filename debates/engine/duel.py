@@ -121,17 +121,23 @@ def resolve_rounds(pairing: Pairing, rules: list[PairingRuleSpec], protocol: dic
     return min(default, maximum)
 
 
+HONORIFICS = ("大师", "尊者", "法师", "禅师", "祖师")
+
+
 def side_words(persona: PersonaSpec, other: PersonaSpec) -> set[str]:
-    """What names a persona's side and not the other's: its school and its own keywords."""
-    mine = {k for k in (*persona.keywords, school(persona.tradition)) if k and len(k) >= 2}
-    theirs = {k for k in (*other.keywords, school(other.tradition)) if k}
+    """What names a persona's side and not the other's: its name (with and without an honorific),
+    its school and its own keywords."""
+    name = persona.name.strip()
+    bare = next((name[: -len(h)] for h in HONORIFICS if name.endswith(h) and len(name) > len(h) + 1), name)
+    mine = {k for k in (*persona.keywords, school(persona.tradition), name, bare) if k and len(k) >= 2}
+    theirs = {k for k in (*other.keywords, school(other.tradition), other.name) if k}
     return {k for k in mine - theirs if not any(k in t for t in theirs)}
 
 
 # A claim for a side: its word followed by a verdict ("念佛更适合", "参禅才是…"), or a verdict
-# followed by it ("我认为念佛…", "应当参禅").
+# followed by it ("我认为念佛…", "应当参禅", "支持「阿姜查」").
 _VERDICT_AFTER = "(?:更适合|最适合|最直接|更直接|才是|更好|为上|优先|更究竟|更根本|更殊胜|最稳妥|更稳妥)"
-_VERDICT_BEFORE = "(?:我认为|我主张|主张|应当|应该|建议|首推|只有)"
+_VERDICT_BEFORE = "(?:我认为|我主张|主张|应当|应该|建议|首推|只有|支持|同意|赞同|认同)"
 
 
 def _claims(text: str, words: set[str]) -> int:
@@ -144,10 +150,11 @@ def _claims(text: str, words: set[str]) -> int:
 
 def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
     """The speech argues `side`'s position rather than the speaker's own. Method: each side's
-    distinctive words (school and keywords, none the other shares) are looked for in claims, a word
-    next to a verdict ("念佛更适合", "我认为念佛…"); more claims for the other side is a flip. With no
-    claim either way, the stance line decides: the summary (else the first sentence) naming the
-    other side's words more than the speaker's own."""
+    distinctive words (its master's name, school and keywords, none the other shares) are looked
+    for in claims, a word next to a verdict ("念佛更适合", "我认为念佛…", "我支持「阿姜查」的观点");
+    more claims for the other side is a flip. With no claim either way, the stance line decides:
+    the summary (else the first sentence) naming the other side's words more than the speaker's
+    own."""
     theirs_words, mine_words = side_words(side, speaker), side_words(speaker, side)
     theirs, mine = _claims(text, theirs_words), _claims(text, mine_words)
     if theirs or mine:

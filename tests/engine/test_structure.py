@@ -103,6 +103,9 @@ def test_speaks_for_counts_each_sides_own_words_in_the_stance_line():
     claimed = "正文：我认为念佛是通往自性最直接的途径。\n立场变化：转向\n小结：念佛和参禅都与自性有关。"
     assert duel.speaks_for(claimed, YINGUANG, HUINENG)
     assert not duel.speaks_for("正文：参禅才是顿悟之门，念佛亦可。\n小结：念佛与参禅。", YINGUANG, HUINENG)
+    # Backing the opponent by name is a flip too (seen: "我支持「印光」的观点"); one's own name is not.
+    assert duel.speaks_for("小结：我支持「印光」大师的观点。", YINGUANG, HUINENG)
+    assert not duel.speaks_for("小结：我同意「慧能」的观点：见性即佛。", YINGUANG, HUINENG)
 
 
 async def test_a_speech_arguing_the_opponents_side_is_written_again_once():
