@@ -94,6 +94,29 @@ async def test_roundtable_pauses_at_the_checkpoint_and_continues(page, agora, fa
     assert "r2:growth-pm" in keys and "r2:optimist" not in keys
 
 
+async def test_a_roundtable_left_to_agora_shows_its_roles_before_it_runs(page, agora, fake_llm):
+    """The seed's "system recommends, user confirms": nobody chosen, Start shows the picked roles
+    checked (the mode the question's words chose), nothing runs until the second Start."""
+    fake_llm.token_delay = 0.0
+    await page.goto(f"{agora.url}/debates/new/?format=roundtable")
+    await page.fill("#id_topic", "快速看看：我们的客服产品要不要引入 RAG 知识库？")
+    await page.click("button[type=submit].button")
+    await page.wait_for_selector("#start-notice")
+    assert page.url.endswith("/debates/new/")
+    picked = await page.eval_on_selector_all("input[name=personas]:checked", "els => els.map(e => e.value)")
+    assert len(picked) == 3  # quick, from the question's words
+    await shot(page, "start")
+    await page.uncheck(f"#persona-{picked[-1]}")
+    await page.check("#persona-user-advocate")
+    await page.click("button[type=submit].button")
+    await page.wait_for_url(re.compile(r".*/debates/\d+/$"))
+    pk = int(re.search(r"/debates/(\d+)/$", page.url).group(1))
+    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    data = await export(page, agora, pk)
+    speakers = {t["speaker"] for t in data["turns"] if t["key"].startswith("r1:")}
+    assert speakers == {*picked[:-1], "user-advocate"}
+
+
 @pytest.mark.parametrize(
     ("fmt", "topic", "personas", "mode"),
     [
