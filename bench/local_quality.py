@@ -97,7 +97,7 @@ ECHOES = (
 )
 
 
-def setup(db: Path) -> None:
+def setup(db: Path, fresh: bool = True) -> None:
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "agora.settings",
@@ -111,6 +111,8 @@ def setup(db: Path) -> None:
     import django
 
     django.setup()
+    if not fresh:
+        return
     from django.contrib.auth.models import User
     from django.core.management import call_command
 
@@ -151,6 +153,20 @@ def form_of(fmt: str, key: str, turn) -> object | None:
         if key.startswith("r3:"):
             return roundtable.revision_form("否决：" in turn.text or "失败场景" in turn.text)
     return None
+
+
+def echoed(turn) -> bool:
+    """The reply copies the prompt's instructions: one of the known phrases, or the text of a line
+    of the turn's own output format (what follows its label, six characters or more)."""
+    if any(e in turn.text for e in ECHOES):
+        return True
+    prompt = next((m["content"] for m in reversed(turn.messages or []) if m.get("role") == "user"), "")
+    section = prompt.split("## 输出格式", 1)[1].split("\n## ", 1)[0] if "## 输出格式" in prompt else ""
+    for line in section.splitlines():
+        value = line.split("：", 1)[-1].strip(" …\t")
+        if len(value) >= 6 and value in turn.text:
+            return True
+    return False
 
 
 def complete(form, text: str) -> bool:
@@ -204,7 +220,7 @@ def measure(fmt: str, pks: list[int]) -> dict:
             if form is not None:
                 stats["turns"] += 1
                 stats["complete"] += complete(form, turn.text)
-                stats["echoes"] += any(e in turn.text for e in ECHOES)
+                stats["echoes"] += echoed(turn)
             if fmt == "duel" and turn.key.startswith("duel:") and turn.key != "duel:close":
                 later = [t for t in turns if t.key == turn.key + ":again"]
                 if later:
@@ -254,8 +270,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-format", type=int, default=3)
     parser.add_argument("--formats", default=",".join(QUESTIONS))
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "local_quality.json")
+    parser.add_argument("--from-db", type=Path, help="measure the debates of an earlier run's database again")
     args = parser.parse_args(argv)
 
+    if args.from_db:
+        setup(args.from_db, fresh=False)
+        from debates.models import Debate
+
+        by_format: dict[str, list[int]] = {}
+        for pk, fmt in Debate.objects.order_by("pk").values_list("pk", "format"):
+            by_format.setdefault(fmt, []).append(pk)
+        report({fmt: measure(fmt, pks) for fmt, pks in by_format.items()}, args, 0.0)
+        return
     workdir = Path(tempfile.mkdtemp(prefix="agora-quality-"))
     setup(workdir / "quality.sqlite3")
     if args.no_forms:
@@ -281,11 +307,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{fmt:<10} #{debate.pk} {outcome:<8} {time.monotonic() - t0:6.0f} s  {values['topic']}", flush=True)
             pks.append(debate.pk)
         results[fmt] = measure(fmt, pks)
+    print(f"database: {workdir / 'quality.sqlite3'}")
+    report(results, args, time.monotonic() - started)
 
-    print(
-        f"\nlocal model quality · {'before (no forms)' if args.no_forms else 'with forms'} · "
-        f"{time.monotonic() - started:.0f} s\n"
-    )
+
+def report(results: dict, args, seconds: float) -> None:
+    print(f"\nlocal model quality · {'before (no forms)' if args.no_forms else 'with forms'} · {seconds:.0f} s\n")
     print(
         f"{'format':<11}{'turns':>6}  {'fields complete':<17}{'echoes':<14}{'valid summaries':<18}"
         f"{'side flips':<14}{'tok/s':>6}"
