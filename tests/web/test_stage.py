@@ -90,6 +90,7 @@ async def test_nothing_is_wider_than_a_phone(chromium, agora, fake_llm, locale):
     await staff.goto(f"{agora.url}/admin/personas/persona/coverage/?a=huineng&b=yinguang")
     await staff.wait_for_selector("#picked-pair")
     assert await overflow(staff) <= 0, "the admin's coverage view"
+    await shot(staff, f"coverage-phone-{locale[:2]}")
 
 
 async def test_the_page_follows_the_speaker_until_the_reader_scrolls_away(chromium, agora, fake_llm):
