@@ -20,23 +20,24 @@ from dataclasses import dataclass, replace
 # holds a label of its own ("…立场变化：转向" run into the speech, a copied "小结：" line).
 ANY = r"[^\n\r：]"
 FIRST = r"[^\n\r： ]"  # a value starts at once, not with a space
+# A value of several paragraphs may break its line anywhere it likes: bounding each line instead
+# cut words in two ("搬\n动") wherever the model reached the bound mid-sentence. Without the colon
+# a line inside the value still cannot start a label.
+PARAGRAPHS = r"[^\r：]"
 
 
 @dataclass(frozen=True)
 class Part:
     label: str  # written as "label：" at the start of its line
     chars: int = 0  # free text of at most this many characters …
-    lines: int = 1  # … over at most this many lines (a speech's paragraphs)
+    lines: int = 1  # … in one line, or (lines > 1) in paragraphs: the line breaks are the model's
     choices: tuple[str, ...] = ()  # or: one of these words …
     tail: int = 0  # … followed by at most this many characters (a half-sentence of reason)
     pattern: str = ""  # or: a GBNF expression (its length: `chars`)
 
     def size(self) -> int:
         """The most characters this part can take, its label and line break included."""
-        if self.choices:
-            value = max(map(len, self.choices)) + self.tail
-        else:
-            value = self.chars + self.lines - 1
+        value = max(map(len, self.choices)) + self.tail if self.choices else self.chars
         return len(self.label) + 2 + value
 
     def rule(self, name: str) -> str:
@@ -45,9 +46,8 @@ class Part:
         if self.choices:
             words = " | ".join(f'"{_escape(word)}"' for word in self.choices)
             return f"{name} ::= ({words})" + (f" {ANY}{{0,{self.tail}}}" if self.tail else "")
-        per_line = max(10, self.chars // self.lines)
-        more = f' ("\\n" {ANY}{{1,{per_line}}}){{0,{self.lines - 1}}}' if self.lines > 1 else ""
-        return f"{name} ::= {FIRST} {ANY}{{0,{per_line - 1}}}{more}"
+        chars = max(10, self.chars)
+        return f"{name} ::= {FIRST} {PARAGRAPHS if self.lines > 1 else ANY}{{0,{chars - 1}}}"
 
 
 @dataclass(frozen=True)
