@@ -21,9 +21,10 @@ from dataclasses import dataclass, replace
 ANY = r"[^\n\r：]"
 FIRST = r"[^\n\r： ]"  # a value starts at once, not with a space
 # A value of several paragraphs may break its line anywhere it likes: bounding each line instead
-# cut words in two ("搬\n动") wherever the model reached the bound mid-sentence. Without the colon
-# a line inside the value still cannot start a label.
-PARAGRAPHS = r"[^\r：]"
+# cut words in two ("搬\n动") wherever the model reached the bound mid-sentence. With no colon of
+# either width a line inside the value cannot be a label (the model wrote "立场变化:转向" into its
+# speech once line breaks were free), and with no backtick no code fence.
+PARAGRAPHS = r"[^\r：:`]"
 
 
 @dataclass(frozen=True)
