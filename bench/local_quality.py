@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -155,11 +156,20 @@ def form_of(fmt: str, key: str, turn) -> object | None:
     return None
 
 
-def echoed(turn) -> bool:
-    """The reply copies the prompt's instructions: one of the known phrases, or the text of a line
-    of the turn's own output format (what follows its label, six characters or more)."""
+def echoed(turn, form=None) -> bool:
+    """The reply copies the prompt's instructions: one of the known phrases, the text of a line of
+    the turn's own output format (what follows its label, six characters or more), or one of the
+    form's labels written again inside a value, as a heading or with punctuation after it
+    ("## 小结", "立场变化（转向）；小结；" inside the speech)."""
     if any(e in turn.text for e in ECHOES):
         return True
+    for label in form.labels() if form else ():
+        copies = re.findall(
+            rf"(?:^|\n)[#\s*]*{re.escape(label)}(?=[:：（(，,。；;\s])|{re.escape(label)}(?=[:：（(，,。；;])",
+            turn.text,
+        )
+        if len(copies) > 1:  # the label itself is one
+            return True
     prompt = next((m["content"] for m in reversed(turn.messages or []) if m.get("role") == "user"), "")
     section = prompt.split("## 输出格式", 1)[1].split("\n## ", 1)[0] if "## 输出格式" in prompt else ""
     for line in section.splitlines():
@@ -220,7 +230,7 @@ def measure(fmt: str, pks: list[int]) -> dict:
             if form is not None:
                 stats["turns"] += 1
                 stats["complete"] += complete(form, turn.text)
-                stats["echoes"] += echoed(turn)
+                stats["echoes"] += echoed(turn, form)
             if fmt == "duel" and turn.key.startswith("duel:") and turn.key != "duel:close":
                 later = [t for t in turns if t.key == turn.key + ":again"]
                 if later:

@@ -17,6 +17,8 @@ project's loopback server in a process of its own) at a fixed token delay:
   4. Database writes  per streamed token and per turn, during section 1's debates
   5. Scale-out        (--workers; needs PostgreSQL and Redis, bin/start-services) one daphne + 1 or 2
                       `agora_worker`s: the most concurrent debates within p99 ≤ 100 ms (bench/workers.py)
+  6. Local quality    (--local-quality; the bundled model, about 35 min on 2 cores) what it writes
+                      in each format: parts complete, echoes, summaries, side flips (bench/local_quality.py)
 
 bench/README.md explains each measurement and keeps the latest figures.
 """
@@ -460,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers-budget", type=float, default=180, help="seconds of search per worker count")
     parser.add_argument("--workers-levels", default="", help="run exactly these debate counts (no search)")
     parser.add_argument("--workers-threads", type=int, default=32, help="--threads of each agora_worker")
+    parser.add_argument(
+        "--local-quality", action="store_true", help="also run section 6 (the bundled model's output, ~35 min)"
+    )
     args = parser.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",") if x.strip()]
     args.workers_counts = [int(x) for x in args.workers_counts.split(",") if x.strip()]
@@ -498,6 +503,11 @@ def main(argv: list[str] | None = None) -> int:
             head = text.split("\n", 1)[0]
             update_readme(f"{head}\n\n{report_workers(results['workers'])}", WORKERS_README_MARK)
     shutil.rmtree(work, ignore_errors=True)
+    if args.local_quality:
+        # A process of its own: it sets up Django on a throw-away database and starts the model.
+        print("section 6 (the bundled model's output) …", file=sys.stderr, flush=True)
+        quality = [sys.executable, str(ROOT / "bench" / "local_quality.py"), "--out", str(OUT / "local_quality.json")]
+        return subprocess.run(quality, cwd=ROOT).returncode
     return 0
 
 

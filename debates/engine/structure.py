@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-# One character of a value: anything but a line break or the full-width colon, so a value never
-# holds a label of its own ("…立场变化：转向" run into the speech, a copied "小结：" line).
-ANY = r"[^\n\r：]"
-FIRST = r"[^\n\r： ]"  # a value starts at once, not with a space
+# One character of a value: no line break, and no colon of either width, so a value never holds a
+# label of its own ("…立场变化：转向" run into the speech, "置信度: 高。小结: …" inside a thesis); no
+# '#' or backtick, so no heading or code fence copied from the prompt's Markdown.
+ANY = r"[^\n\r：:#`]"
+FIRST = r"[^\n\r：:#` ]"  # a value starts at once, not with a space
 # A value of several paragraphs may break its line anywhere it likes: bounding each line instead
-# cut words in two ("搬\n动") wherever the model reached the bound mid-sentence. With no colon of
-# either width a line inside the value cannot be a label (the model wrote "立场变化:转向" into its
-# speech once line breaks were free), and with no backtick no code fence.
-PARAGRAPHS = r"[^\r：:`]"
+# cut words in two ("搬\n动") wherever the model reached the bound mid-sentence. Without a colon a
+# line inside it still cannot be a label.
+PARAGRAPHS = r"[^\r：:#`]"
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,8 @@ def test_free_text_is_bounded_and_never_holds_a_label():
     # a one-line part holds no line break. Neither holds the full-width colon a label needs.
     form = Form((Part("正文", chars=300, lines=3), Part("小结", chars=80)))
     assert form.grammar().splitlines()[1:] == [
-        r"p0 ::= [^\n\r： ] [^\r：:`]{0,299}",
-        r"p1 ::= [^\n\r： ] [^\n\r：]{0,79}",
+        r"p0 ::= [^\n\r：:#` ] [^\r：:#`]{0,299}",
+        r"p1 ::= [^\n\r：:#` ] [^\n\r：:#`]{0,79}",
     ]
     assert form.size() == len("正文：") + 1 + 300 + len("小结：") + 1 + 80
 
