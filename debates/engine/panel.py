@@ -69,6 +69,20 @@ CLOSING_LABELS = (("检验交锋", "defence"), ("终辩声明", "final statement
 CLOSING_FORM = Form(
     (Part("检验交锋", chars=240, lines=3), Part("终辩声明", chars=160, lines=2), Part("小结", chars=SUMMARY_LIMIT))
 )
+# Concept alignment: term and definition on lines of their own (a "term：definition" line cannot
+# be a grammar value, which holds no colon). The seed asks for 3–5; the grammar writes three.
+NUMERALS = "一二三四五"
+CONCEPTS_OUTPUT = (
+    "按下面的格式写 3–5 个核心概念，每个一条统一定义（口径边界）：\n"
+    "术语一：概念名\n定义一：一句话定义\n术语二：…\n定义二：…\n术语三：…\n定义三：…\n"
+    "小结：一句话说明这些概念划定的讨论范围"
+)
+CONCEPTS_FORM = Form(
+    (
+        *(part for n in NUMERALS[:3] for part in (Part(f"术语{n}", chars=16), Part(f"定义{n}", chars=60))),
+        Part("小结", chars=SUMMARY_LIMIT),
+    )
+)
 ADMISSION_GRAMMAR_FORM = Form(
     (
         Part("类型", choices=("投资决策型", "选择决策型", "认知求真型", "不适合")),
@@ -316,6 +330,28 @@ def concepts_from_evidence(evidence: str) -> list[str]:
     return list(found.values())[:5]
 
 
+_TERM_LINE = re.compile(rf"^\s*(?:[-*•]\s*)?(?:术语|概念|term)\s*[{NUMERALS}\d]*\s*[：:]\s*(?P<term>.+?)\s*$", re.I)
+_DEFINITION_OF_TERM = re.compile(
+    rf"^\s*(?:[-*•]\s*)?(?:定义|definition)\s*[{NUMERALS}\d]*\s*[：:]\s*(?P<def>.+?)\s*$", re.I
+)
+
+
+def concepts_from_answer(answer: str) -> list[str]:
+    """The host's terms as "term：definition", at most five: term and definition on lines of their
+    own ("术语一：…" then "定义一：…", as asked; also "概念：…" / "定义：…"), else bulleted
+    "- term：definition" lines. A term line is never taken as a term named "术语" or "概念"."""
+    pairs, term = [], ""
+    for line in answer.splitlines():
+        if found := _TERM_LINE.match(line):
+            term = found.group("term").strip(" *「」“”")
+        elif (found := _DEFINITION_OF_TERM.match(line)) and term:
+            pairs.append(f"{term}：{found.group('def')}")
+            term = ""
+    if pairs:
+        return pairs[:5]
+    return (bullet_items(answer, 5) or [line.strip() for line in answer.splitlines() if "：" in line])[:5]
+
+
 def concept_terms(concepts: list[str]) -> list[str]:
     return [re.split(r"[：:]", c, maxsplit=1)[0].strip() for c in concepts]
 
@@ -334,12 +370,12 @@ async def _align_concepts(ctx: DebateContext, st: PanelState, report: ReportBuil
                 "host:concepts",
                 "概念对齐：从议题中提炼 3–5 个核心概念，各给一个统一定义（口径边界）。",
                 "",
-                "每行一个：- 概念：定义",
+                CONCEPTS_OUTPUT,
                 round_no=0,
+                form=CONCEPTS_FORM,
             )
         )
-        items = bullet_items(result.text, 5) or [ln.strip() for ln in result.text.splitlines() if "：" in ln]
-        concepts, source = [clip(item, 160) for item in items[:5]], "host"
+        concepts, source = [clip(item, 160) for item in concepts_from_answer(result.text)], "host"
     report.data["concepts_source"] = source
     if len(concepts) < 3:
         await ctx.warn(

@@ -14,6 +14,7 @@ is what the grammar is there to prevent.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 # One character of a value: no line break, and no colon of either width, so a value never holds a
@@ -64,16 +65,21 @@ class Form:
 
     def fit(self, max_tokens: int) -> Form:
         """This form with its free-text parts shrunk in proportion (to at least 10 characters a
-        line) so that `size() <= max_tokens`; unchanged when it already fits."""
-        room = max_tokens - 8
-        if self.size() <= room:
-            return self
-        free = [p for p in self.parts if p.chars and not p.choices and not p.pattern]
-        fixed = self.size() - sum(p.chars for p in free)
-        scale = max(0.0, room - fixed) / max(1, sum(p.chars for p in free))
-        return Form(
-            tuple(replace(p, chars=max(10 * p.lines, int(p.chars * scale))) if p in free else p for p in self.parts)
-        )
+        line) so that `size() <= max_tokens`; unchanged when it already fits. A part held at its
+        minimum leaves the rest of the cut to the others, so short parts (a term of 16
+        characters) do not push the whole over the budget."""
+        room, parts = max_tokens - 8, list(self.parts)
+        for _ in parts:
+            excess = sum(p.size() for p in parts) - room
+            free = [p for p in parts if p.chars > 10 * p.lines and not p.choices and not p.pattern]
+            if excess <= 0 or not free:
+                break
+            total = sum(p.chars for p in free)
+            parts = [
+                replace(p, chars=max(10 * p.lines, p.chars - math.ceil(excess * p.chars / total))) if p in free else p
+                for p in parts
+            ]
+        return Form(tuple(parts))
 
     def grammar(self) -> str:
         """GBNF (llama.cpp's dialect): every part, in order, each on its own line."""

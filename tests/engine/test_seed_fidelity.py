@@ -17,7 +17,7 @@ from debates.engine.text import field_value, summary_of
 from testkit.fake_llm import FakeLLM
 
 from .conftest import AI_PM, HUINENG, TABLE_POOL, YINGUANG, debate, duel_spec, panel_spec, persona, table_spec
-from .test_panel import ADMIT_OK, UNCAPPED, budget_through, panel_fake
+from .test_panel import ADMIT_OK, CONCEPTS, UNCAPPED, budget_through, panel_fake
 from .test_panel import ALL as PANEL_ALL
 from .test_panel import VERDICT as PANEL_VERDICT
 from .test_roundtable import DIRECT, SIMPLE_FACT, STANDARD, SYNTHESIS, of_phase, table_fake
@@ -250,6 +250,29 @@ async def test_6_evidence_without_definitions_fails_the_step_visibly():
     assert "host:concepts" not in run.keys and run.data["concepts"] == []
     assert run.warning("concepts_failed").text.startswith("Concept alignment failed: 0 defined terms")
     assert all("概念按通常含义使用" in c.text for c in run.calls_for("r1:*"))
+
+
+# What the local model wrote when asked for "- 概念：定义" lines (bench/local_quality.py, panel #6):
+# each line read as a concept gave the terms "概念" and "定义".
+PAIRED = (
+    "概念：初创公司是否应该在 A 轮融资前建立专职数据团队？\n"
+    "定义：初创公司建立专职数据团队是为了更好地利用数据资源。\n\n"
+    "概念：A 轮融资\n定义：公司向外部投资者筹集资金的第一轮投资。\n"
+    "概念：专职数据团队\n定义：只做数据工作的团队。"
+)
+
+
+def test_6_terms_and_definitions_on_lines_of_their_own_are_paired():
+    assert panel.concepts_from_answer(PAIRED)[1:] == [
+        "A 轮融资：公司向外部投资者筹集资金的第一轮投资。",
+        "专职数据团队：只做数据工作的团队。",
+    ]
+    asked = (
+        "术语一：协作成本\n定义一：会议与等待所占的工时\n术语二：产出\n定义二：季度交付的功能点\n"
+        "术语三：远程\n定义三：每周四天以上\n小结：范围。"
+    )
+    assert panel.concept_terms(panel.concepts_from_answer(asked)) == ["协作成本", "产出", "远程"]
+    assert panel.concept_terms(panel.concepts_from_answer(CONCEPTS)) == ["远程办公", "产出", "协作成本"]
 
 
 async def test_6_a_host_giving_two_terms_fails_the_step():

@@ -23,6 +23,7 @@ FORMS = {
     "panel speech": panel.SPEECH_FORM,
     "panel closing": panel.CLOSING_FORM,
     "panel admission": panel.ADMISSION_GRAMMAR_FORM,
+    "panel concepts": panel.CONCEPTS_FORM,
     "roundtable r1": roundtable.R1_GRAMMAR,
     "roundtable r2": roundtable.challenge_form(["乐观者", "魔鬼代言人"]),
     "roundtable r3 with veto": roundtable.revision_form(True),
