@@ -198,7 +198,10 @@ def valid_summary(summary: str, question: str, limit: int) -> bool:
     s = summary.strip()
     if not s or len(s) > limit or s.startswith("#") or s.strip("：:* ") in STRUCTURE_LABELS:
         return False
-    if normalise(s) in normalise(question) or similarity(s, question) > 0.8:
+    # The question again, or most of it; a part of it that picks a side ("小公司应该先做产品。" for
+    # "小公司应该先做产品还是先做销售？") answers it.
+    said, asked = normalise(s), normalise(question)
+    if (said in asked and len(said) >= 0.8 * len(asked)) or similarity(s, question) > 0.8:
         return False
     return True
 

@@ -235,10 +235,13 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
     report.data["topic_slug"] = topic_slug(admission.slug, ctx.spec.question, ("panel", "debate"))
 
 
+BASELINE_TOKENS = 8
+
+
 async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
     """The seed's cap is a multiple of one strong prompt's cost: the prompt that would ask a single
     model for the whole five-role analysis (its prompt tokens P, measured by the server with a
-    one-token call) plus the one answer it would get (A: one speech's allowance per perspective,
+    call of a few tokens) plus the one answer it would get (A: one speech's allowance per perspective,
     not the twenty speeches of the rounds). Part of the cap is kept for the verdict, so a run
     stopped by the cap still reports."""
     budget = ctx.options.research_budget or "standard"
@@ -253,7 +256,9 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
             f"## 五种视角\n{frames}",
             "完整分析。",
             exempt=True,
-            max_tokens=1,
+            # Only its prompt is measured, but one token can be half a Chinese character, which
+            # decodes to nothing: the server's empty reply then failed the debate (seen locally).
+            max_tokens=BASELINE_TOKENS,
         )
     )
     answer = len(st.roles) * ctx.max_tokens("speech")
