@@ -36,11 +36,12 @@ class Part:
     choices: tuple[str, ...] = ()  # or: one of these words …
     tail: int = 0  # … followed by at most this many characters (a half-sentence of reason)
     pattern: str = ""  # or: a GBNF expression (its length: `chars`)
+    lead: str = ""  # free text that starts with these words, written by the grammar, not the model
 
     def size(self) -> int:
         """The most characters this part can take, its label and line break included."""
         value = max(map(len, self.choices)) + self.tail if self.choices else self.chars
-        return len(self.label) + 2 + value
+        return len(self.label) + 2 + len(self.lead) + value
 
     def rule(self, name: str) -> str:
         if self.pattern:
@@ -48,8 +49,10 @@ class Part:
         if self.choices:
             words = " | ".join(f'"{_escape(word)}"' for word in self.choices)
             return f"{name} ::= ({words})" + (f" {ANY}{{0,{self.tail}}}" if self.tail else "")
-        chars = max(10, self.chars)
-        return f"{name} ::= {FIRST} {PARAGRAPHS if self.lines > 1 else ANY}{{0,{chars - 1}}}"
+        chars, value = max(10, self.chars), PARAGRAPHS if self.lines > 1 else ANY
+        if self.lead:
+            return f'{name} ::= "{_escape(self.lead)}" {value}{{1,{chars}}}'
+        return f"{name} ::= {FIRST} {value}{{0,{chars - 1}}}"
 
 
 @dataclass(frozen=True)

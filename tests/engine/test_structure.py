@@ -19,6 +19,7 @@ from .test_roundtable import STANDARD, table_fake
 
 FORMS = {
     "duel speech": duel.SPEECH_FORM,
+    "duel speech in the speaker's name": duel.speech_form(HUINENG, "参禅与念佛，哪一条路更适合今天的在家人？"),
     "duel close": duel.CLOSE_FORM,
     "panel speech": panel.SPEECH_FORM,
     "panel closing": panel.CLOSING_FORM,
@@ -67,9 +68,15 @@ def grammar_client(**kw) -> FakeLLM:
 
 async def test_a_local_client_gets_a_grammar_with_each_structured_turn_a_remote_one_does_not():
     local = grammar_client()
-    run = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), local)
+    spec = duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1))
+    run = await debate(spec, local)
     speech = run.call("duel:1:huineng")
-    assert speech.extra["grammar"] == duel.SPEECH_FORM.fit(speech.max_tokens).grammar()
+    form = duel.speech_form(HUINENG, spec.question).fit(speech.max_tokens)
+    assert speech.extra["grammar"] == form.grammar()
+    # in the speaker's own name: the speech and its summary start with words the grammar writes
+    assert '"正文：" p0' in form.grammar() and 'p0 ::= "作为慧能大师，"' in form.grammar()
+    assert 'p2 ::= "依慧能大师之见，"' in form.grammar()
+    assert duel.speech_form(HUINENG, spec.question).parts[2].size() == len("小结：") + 1 + 80  # lead included
     assert run.call("duel:close").extra["grammar"].startswith('root ::= "双方主张："')
 
     remote = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), FakeLLM())
@@ -110,6 +117,18 @@ def test_speaks_for_counts_each_sides_own_words_in_the_stance_line():
     # Backing the opponent by name is a flip too (seen: "我支持「印光」的观点"); one's own name is not.
     assert duel.speaks_for("小结：我支持「印光」大师的观点。", YINGUANG, HUINENG)
     assert not duel.speaks_for("小结：我同意「慧能」的观点：见性即佛。", YINGUANG, HUINENG)
+
+
+def test_the_leads_the_grammar_wrote_do_not_count_as_a_side():
+    # "依慧能大师之见" names the speaker, but the grammar wrote it: what follows decides.
+    flipped = "正文：作为慧能大师，念佛最稳妥。\n立场变化：转向\n小结：依慧能大师之见，念佛往生净土才是最稳妥的路。"
+    assert duel.speaks_for(flipped, YINGUANG, HUINENG)
+    own = "正文：作为慧能大师，直指人心。\n立场变化：无\n小结：依慧能大师之见，参禅顿悟自性，不假外求。"
+    assert not duel.speaks_for(own, YINGUANG, HUINENG)
+
+
+def test_an_english_question_gets_no_chinese_leads():
+    assert duel.speech_form(HUINENG, "Chan or Pure Land, which suits a modern life?") is duel.SPEECH_FORM
 
 
 async def test_a_speech_arguing_the_opponents_side_is_written_again_once():
