@@ -193,21 +193,17 @@ def complete(form, text: str) -> bool:
 
 
 def valid_summary(summary: str, question: str, limit: int) -> bool:
-    from debates.engine.text import STRUCTURE_LABELS, normalise, similarity
+    from debates.engine.text import STRUCTURE_LABELS, restates
 
     s = summary.strip()
     if not s or len(s) > limit or s.startswith("#") or s.strip("：:* ") in STRUCTURE_LABELS:
         return False
-    # The question again, or most of it; a part of it that picks a side ("小公司应该先做产品。" for
-    # "小公司应该先做产品还是先做销售？") answers it.
-    said, asked = normalise(s), normalise(question)
-    if (said in asked and len(said) >= 0.8 * len(asked)) or similarity(s, question) > 0.8:
-        return False
-    return True
+    return not restates(s, question)  # the question again; a part of it that picks a side answers it
 
 
 def measure(fmt: str, pks: list[int]) -> dict:
     from debates.engine import duel, registry
+    from debates.engine.text import summary_of
     from debates.models import Debate
     from personas.models import Persona
 
@@ -226,7 +222,10 @@ def measure(fmt: str, pks: list[int]) -> dict:
             stats["tokens"] += turn.completion_tokens
             stats["seconds"] += turn.latency or 0.0
             stats["summaries"] += 1  # every turn's summary is read (the transcript, the stop rule)
-            stats["valid_summaries"] += valid_summary(turn.summary, debate.question, limit)
+            # Derived again from the text (what the engine stores, by the same function), so
+            # --from-db measures an earlier run's speeches with today's summary rule.
+            summary = summary_of(turn.text, limit, debate.question)
+            stats["valid_summaries"] += valid_summary(summary, debate.question, limit)
             names = [t.speaker_name for t in turns if t.speaker_slug != turn.speaker_slug and t.key[:3] == "r1:"]
             turn.data = {**(turn.data or {}), "others": list(dict.fromkeys(names))}
             form = form_of(fmt, turn.key, turn)

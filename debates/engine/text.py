@@ -44,6 +44,12 @@ META_LABELS = ("立场变化", "沉默声明", "置信度", "小结")
 
 
 def first_sentence(text: str) -> str:
+    return next(sentences(text), "")
+
+
+def sentences(text: str):
+    """The sentences of the lines that say something, in order: headings, labels alone and meta
+    lines skipped, a structure label ("正文：") dropped from the front."""
     for line in text.splitlines():
         raw = line.strip()
         if raw.startswith("#") or re.fullmatch(r"\*\*[^*]+\*\*[:：]?", raw):
@@ -53,9 +59,7 @@ def first_sentence(text: str) -> str:
             continue
         # "正文：……" — drop the label, keep what follows it.
         line = re.sub(rf"^(?:{'|'.join(STRUCTURE_LABELS)})\s*\**\s*[:：]\s*\**\s*", "", line)
-        if line:
-            return _SENTENCE_END.split(line, maxsplit=1)[0].strip()
-    return ""
+        yield from (sentence.strip() for sentence in _SENTENCE_END.split(line) if sentence.strip())
 
 
 def _is_label_only(line: str) -> bool:
@@ -96,13 +100,23 @@ OWN_SUMMARY_LABELS = ("小结", "本轮小结", "summary", "round summary")
 SUMMARY_LABELS = (*OWN_SUMMARY_LABELS, "摘要", "总结")
 
 
-def summary_of(text: str, limit: int) -> str:
+def summary_of(text: str, limit: int, question: str = "") -> str:
     """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`.
-    A "总结：" line elsewhere in the speech never replaces the asked-for "小结"."""
+    A "总结：" line elsewhere in the speech never replaces the asked-for "小结". A line that only
+    says the question again (small models open with it) is passed over for the next one."""
     summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
-    if not normalise(summary):  # missing, or a copied placeholder such as "…"
-        summary = first_sentence(_without_labels(text, SUMMARY_LABELS)) or text.strip()
+    if not normalise(summary) or restates(summary, question):  # missing, a copied "…", the question
+        candidates = [s for s in sentences(_without_labels(text, SUMMARY_LABELS)) if not restates(s, question)]
+        summary = next(iter(candidates), "") or summary or text.strip()
     return clip(_WS.sub(" ", summary), limit)
+
+
+def restates(line: str, question: str) -> bool:
+    """`line` is the question again, or most of it (a part that picks a side is an answer)."""
+    said, asked = normalise(line), normalise(question)
+    if not said or not asked:
+        return False
+    return (said in asked and len(said) >= 0.8 * len(asked)) or similarity(line, question) > 0.8
 
 
 def _without_labels(text: str, labels: tuple[str, ...]) -> str:

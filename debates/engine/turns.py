@@ -316,7 +316,7 @@ class DebateContext:
                 speaker=plan.speaker.name,
                 tokens=meter.ceiling,
             )
-        summary = summary_of(text, plan.summary_limit)
+        summary = summary_of(text, plan.summary_limit, self.spec.question)
         self.ledger.charge(
             plan.key,
             completion.prompt_tokens,

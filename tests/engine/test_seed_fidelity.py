@@ -532,6 +532,17 @@ def test_19_a_stray_conclusion_line_does_not_replace_the_speakers_summary():
     assert summary_of(text, 80) == "我的本轮立场是先念佛。"
 
 
+def test_19_a_speech_that_opens_with_the_question_is_summed_up_by_what_it_says_next():
+    # Seen on the local model (moderated): the speech began with the question, which became its summary.
+    question = "小公司应该先做产品还是先做销售？"
+    speech = "小公司应该先做产品还是先做销售？我认为先做销售。销售能最早验证需求。"
+    assert summary_of(speech, 80, question) == "我认为先做销售。"
+    # choosing one side of the question is an answer, not the question again
+    assert summary_of("小结：小公司应该先做产品。", 80, question) == "小公司应该先做产品。"
+    copied = "小结：小公司应该先做产品还是先做销售？\n先做产品，再谈销售。"
+    assert summary_of(copied, 80, question) == "先做产品，再谈销售。"
+
+
 def test_19_a_host_heading_is_never_its_summary():
     host = "## 双方主张\n慧能重自性，印光重信愿。\n## 共识（双方都认可的）\n都重视当下用功。"
     summary = summary_of(host, 80)
