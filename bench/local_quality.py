@@ -222,13 +222,15 @@ def measure(fmt: str, pks: list[int]) -> dict:
             stats["tokens"] += turn.completion_tokens
             stats["seconds"] += turn.latency or 0.0
             stats["summaries"] += 1  # every turn's summary is read (the transcript, the stop rule)
-            # Derived again from the text (what the engine stores, by the same function), so
-            # --from-db measures an earlier run's speeches with today's summary rule.
-            summary = summary_of(turn.text, limit, debate.question)
-            stats["valid_summaries"] += valid_summary(summary, debate.question, limit)
             names = [t.speaker_name for t in turns if t.speaker_slug != turn.speaker_slug and t.key[:3] == "r1:"]
             turn.data = {**(turn.data or {}), "others": list(dict.fromkeys(names))}
             form = form_of(fmt, turn.key, turn)
+            # The stored text and summary derived again from the reply by the engine's own rules
+            # (a no-op on a run of today's code), so --from-db measures an earlier run's replies
+            # as Agora would store them now.
+            turn.text = form.tidy(turn.text) if form is not None else turn.text
+            summary = summary_of(turn.text, limit, debate.question)
+            stats["valid_summaries"] += valid_summary(summary, debate.question, limit)
             if form is not None:
                 stats["turns"] += 1
                 stats["complete"] += complete(form, turn.text)

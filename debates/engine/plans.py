@@ -57,11 +57,21 @@ def plan(
         summary_limit=ctx.format.summary_limit,
         stop=stop if stop is not None else stop_before(list(others)),
         client=client,
-        postprocess=postprocess,
+        postprocess=_tidied(form, postprocess) if form is not None else postprocess,
         exempt_from_cap=exempt,
         reserved=kind == "verdict",
         extra={"grammar": form.fit(budget).grammar()} if grammar else None,
     )
+
+
+def _tidied(form: Form, postprocess: PostProcess | None) -> PostProcess:
+    """The format's own postprocessing, on the reply with what its parts copied of the form cut."""
+
+    def run(raw: str) -> tuple[str, dict]:
+        text = form.tidy(raw)
+        return postprocess(text) if postprocess else (text, {})
+
+    return run
 
 
 def host_plan(

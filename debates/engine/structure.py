@@ -15,6 +15,7 @@ is what the grammar is there to prevent.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 # One character of a value: no line break, and no colon of either width, so a value never holds a
@@ -83,6 +84,35 @@ class Form:
                 for p in parts
             ]
         return Form(tuple(parts))
+
+    def tidy(self, text: str) -> str:
+        """`text` with what a part copied of the form cut off: from a label written again at the
+        start of a sentence inside a value ("…。小结，…" in the position change's half-sentence,
+        "立场变化为“转向”…" at the end of a speech) to the end of that value, which only repeats
+        what the part of that name says. Text that lacks a part is returned as it is."""
+        starts, at = [], 0
+        for label in self.labels():
+            found = re.compile(rf"(?:^|\n){re.escape(label)}：").search(text, at)
+            if not found:
+                return text
+            start = found.start() + (text[found.start()] == "\n")
+            starts.append((start, start + len(label) + 1))
+            at = starts[-1][1]
+        # After a two-character label only punctuation counts ("理由是…" may be a sentence of the
+        # value); a longer one is never a word of the value ("立场变化为…").
+        words = [
+            rf"{re.escape(label)}(?:[，,。：:（(；;“]{'|是|为' if len(label) > 2 else ''})" for label in self.labels()
+        ]
+        echo = re.compile(rf"(?:(?<=[。！？；;.!?\n])|^)[\s#*]*(?:{'|'.join(words)})")
+        pieces = [text[: starts[0][0]]]
+        for n, (start, value_start) in enumerate(starts):
+            end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
+            value = text[value_start:end]
+            found = echo.search(value, 1)
+            if found and value[: found.start()].strip():
+                value = value[: found.start()].rstrip() + ("\n" if n + 1 < len(starts) else "")
+            pieces.append(text[start:value_start] + value)
+        return "".join(pieces)
 
     def grammar(self) -> str:
         """GBNF (llama.cpp's dialect): every part, in order, each on its own line."""

@@ -145,3 +145,44 @@ async def test_a_speech_arguing_the_opponents_side_is_written_again_once():
         "参禅顿悟自性" in run.call("duel:1:yinguang").user
         and "念佛往生净土才是" not in run.call("duel:1:yinguang").user
     )
+
+
+# -- what a part copies of the form ----------------------------------------------------------------
+
+# Seen on the local model (bench/local_quality.py): the speech and the half-sentence after the
+# position change went on to write the parts that follow them.
+ECHOING = (
+    "正文：作为阿姜查，我认为解脱的根本在于放下。立场变化为“转向”，因为我在思考如何在日常生活中实现解脱。\n\n"
+    "小结，我本轮立场是“转向”。\n"
+    "立场变化：转向。小结，通过戒律行持，我们建立正念和观智\n"
+    "小结：依阿姜查之见，解脱的根本在于放下。"
+)
+
+
+def test_tidy_cuts_what_a_part_copied_of_the_parts_after_it():
+    assert duel.SPEECH_FORM.tidy(ECHOING) == (
+        "正文：作为阿姜查，我认为解脱的根本在于放下。\n立场变化：转向。\n小结：依阿姜查之见，解脱的根本在于放下。"
+    )
+
+
+def test_tidy_keeps_sentences_that_only_use_a_labels_word():
+    form = roundtable.revision_form(False)
+    text = "\n".join(
+        f"{label}：{value}"
+        for label, value in zip(
+            form.labels(),
+            ["修正", "理由是成本太高。理由很简单", "先试点。理由是风险小", "中", "先试点，理由是风险小。"],
+            strict=True,
+        )
+    )
+    assert form.tidy(text) == text
+    # a reply without all its parts is left as it is
+    assert duel.SPEECH_FORM.tidy("正文：小结，参禅。") == "正文：小结，参禅。"
+
+
+async def test_the_tidied_reply_is_what_is_stored_and_summarised():
+    fake = FakeLLM()
+    fake.reply("duel:1:huineng", ECHOING)
+    run = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), fake)
+    finished = run.turns()["duel:1:huineng"]
+    assert "立场变化为" not in finished.text and finished.text.endswith("依阿姜查之见，解脱的根本在于放下。")
