@@ -98,10 +98,10 @@
       ":" + pad(seconds % 60);
   }
 
-  // Follow the speaking turn while the reader is at the bottom; once they scroll up, leave the
-  // page where it is and offer a way back to the live turn.
+  // Follow the speaking turn while the reader is at the bottom or watching it; once they scroll
+  // away, leave the page where it is and offer a way back to the live turn.
   var jump = document.getElementById("jump-to-live");
-  var wasAtBottom = true;
+  var wasFollowing = true;
   function atBottom() {
     return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
   }
@@ -138,11 +138,14 @@
       jump.hidden = true;
     });
   }
-  document.addEventListener("htmx:wsBeforeMessage", function () { wasAtBottom = atBottom(); });
+  // Following: at the bottom, or with the speaking turn in view (where "Jump to live" leaves the
+  // reader when the page's foot is taller than the bottom margin: it went on following then only
+  // until the next turn started below the screen).
+  document.addEventListener("htmx:wsBeforeMessage", function () { wasFollowing = atBottom() || liveInView(); });
   document.addEventListener("htmx:wsAfterMessage", function () {
     updateTitle();
     updateElapsed();
-    if (wasAtBottom && streaming()) follow();
+    if (wasFollowing && streaming()) follow();
     showJump();
   });
   updateTitle();
