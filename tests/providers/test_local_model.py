@@ -405,7 +405,9 @@ async def test_every_forms_grammar_is_one_llamacpp_accepts(real_client):
     question = [{"role": "user", "content": "测试"}]
     for name, form in FORMS.items():
         for budget in (120, 450):
-            stream = real_client.stream(question, max_tokens=1, temperature=0, grammar=form.fit(budget).grammar())
+            stream = real_client.stream(
+                question, max_tokens=1, temperature=0, extra={"grammar": form.fit(budget).grammar()}
+            )
             first = [d async for d in stream]  # ProviderError (HTTP 400) if llama.cpp refused the grammar
             assert stream.completion.finish_reason == "length" and len("".join(first)) >= 1, name
 
@@ -413,13 +415,13 @@ async def test_every_forms_grammar_is_one_llamacpp_accepts(real_client):
 @pytest.mark.localmodel
 @pytest.mark.timeout(120)
 async def test_real_model_follows_a_grammar(real_client):
-    """`grammar=` (GBNF, sent as the request's `grammar` field) constrains the streamed reply."""
+    """A GBNF grammar (`extra={"grammar": …}`, sent as the request's `grammar` field) constrains the reply."""
     assert real_client.supports_grammar and not LLMClient.supports_grammar
     await real_client.ensure_ready()
     grammar = r'root ::= "结论：" ("是" | "否") "，理由：" [\u4e00-\u9fff]{2,8} "。"'
     shape = re.compile(r"结论：[是否]，理由：[\u4e00-\u9fff]{2,8}。")
     question = [{"role": "user", "content": "水在标准大气压下 100 摄氏度会沸腾吗？"}]
-    stream = real_client.stream(question, max_tokens=40, temperature=0, grammar=grammar)
+    stream = real_client.stream(question, max_tokens=40, temperature=0, extra={"grammar": grammar})
     deltas = [d async for d in stream]
     text = "".join(deltas)
 
@@ -432,7 +434,7 @@ async def test_real_model_follows_a_grammar(real_client):
 
     # A grammar llama.cpp cannot parse is refused at once, not retried.
     with pytest.raises(ProviderError, match="HTTP 400") as info:
-        async for _ in real_client.stream(question, max_tokens=4, grammar="root ::= undefined-rule"):
+        async for _ in real_client.stream(question, max_tokens=4, extra={"grammar": "root ::= undefined-rule"}):
             pass
     assert not info.value.retryable
 

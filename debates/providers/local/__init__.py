@@ -36,7 +36,7 @@ Four parts, each usable alone, one module each:
     `ensure_ready(on_status)` joins the weights and starts the server, reporting
     "joining weights" / "loading model" / "ready"; every request attempt re-checks readiness first,
     so a server that died is restarted before the retry. `supports_grammar` is True: `stream(...,
-    grammar=GBNF)` constrains the reply with llama.cpp's grammar sampler.
+    extra={"grammar": GBNF})` constrains the reply with llama.cpp's grammar sampler.
 
 Configuration (constructor arguments win over the environment):
     AGORA_LOCAL_MODEL    path to any GGUF to serve instead of the bundled weights (no join)

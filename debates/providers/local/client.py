@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..base import ChatStream, Completion, Message, ProviderUnavailable
+from ..base import Completion, Message, ProviderUnavailable
 from ..openai_compat import OpenAICompatibleClient
 from .server import SERVER_KEY, LocalModelServer
 from .weights import MODEL_ALIAS, LocalWeights, resolve_model_path
@@ -168,26 +168,6 @@ class LocalModelClient(OpenAICompatibleClient):
     @property
     def server(self) -> LocalModelServer | None:
         return self._server
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        stop: Sequence[str] | None = None,
-        temperature: float | None = None,
-        extra: dict[str, Any] | None = None,
-        key: str | None = None,
-        grammar: str | None = None,
-    ) -> ChatStream:
-        """`grammar`: a GBNF grammar (llama.cpp's dialect, e.g. `root ::= "是" | "否"`) the reply must
-        match; the same as `extra={"grammar": ...}`. A grammar llama.cpp cannot parse fails the call
-        with HTTP 400 (ProviderError, not retried)."""
-        if grammar is not None:
-            if extra and "grammar" in extra:
-                raise ValueError("pass the grammar once: grammar= or extra['grammar'], not both")
-            extra = {**(extra or {}), "grammar": grammar}
-        return super().stream(messages, max_tokens=max_tokens, stop=stop, temperature=temperature, extra=extra, key=key)
 
     async def ensure_ready(self, on_status: StatusCallback | None = None) -> None:
         """Join/verify the weights (first run), start or restart the server, point the client at it.
