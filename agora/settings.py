@@ -242,3 +242,18 @@ AGORA_WS_PER_DEBATE = int(os.environ.get("AGORA_WS_PER_DEBATE", "500"))
 # turn fails (keeping its text) and can be retried.
 AGORA_TURN_DEADLINE = float(os.environ.get("AGORA_TURN_DEADLINE", "600"))
 AGORA_CACHE_DIR = Path(os.environ.get("AGORA_CACHE_DIR", Path.home() / ".cache" / "agora"))
+# Research (web search and page fetches for the evidence pack). Off unless a backend is named here
+# or a Search provider row exists in the admin. AGORA_SEARCH_BACKEND: "searxng" (self-hosted; its
+# base URL in AGORA_SEARCH_URL, JSON output enabled) or "brave" (Brave Search API; the *name* of
+# the variable holding the key in AGORA_SEARCH_KEY_VAR, which AGORA_PROVIDER_KEY_VARS must allow).
+AGORA_SEARCH_BACKEND = os.environ.get("AGORA_SEARCH_BACKEND", "")
+AGORA_SEARCH_URL = os.environ.get("AGORA_SEARCH_URL", "")
+AGORA_SEARCH_KEY_VAR = os.environ.get("AGORA_SEARCH_KEY_VAR", "")
+AGORA_SEARCH_TIMEOUT = float(os.environ.get("AGORA_SEARCH_TIMEOUT", "15"))
+# Pages are fetched only from public addresses (no loopback, private, link-local or metadata
+# addresses, whatever a search result or a redirect points to). An operator may allow networks
+# here, as CIDRs: "10.0.0.0/8,192.168.1.0/24".
+AGORA_FETCH_ALLOWED_NETWORKS = env_list("AGORA_FETCH_ALLOWED_NETWORKS", "")
+# Uploaded documents on the start form: how many and how large (bytes) each.
+AGORA_UPLOAD_MAX_FILES = int(os.environ.get("AGORA_UPLOAD_MAX_FILES", "5"))
+AGORA_UPLOAD_MAX_BYTES = int(os.environ.get("AGORA_UPLOAD_MAX_BYTES", str(5 * 1024 * 1024)))

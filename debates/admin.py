@@ -3,7 +3,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from debates import provider_keys, provider_tools
-from debates.models import Debate, Provider, Report, Seat, Turn
+from debates.models import Debate, Provider, Report, SearchProvider, Seat, Turn
 
 
 @admin.register(Provider)
@@ -50,6 +50,30 @@ class ProviderAdmin(admin.ModelAdmin):
             "REDIS_URL or any other secret of this server, since the key is sent to the base URL above."
         ) % {"allowed": provider_keys.describe_allowed()}
         return form
+
+
+@admin.register(SearchProvider)
+class SearchProviderAdmin(admin.ModelAdmin):
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    list_display = ("name", "kind", "base_url", "api_key_env", "enabled")
+    list_filter = ("kind", "enabled")
+    actions = ("test_search",)
+    fieldsets = (
+        (None, {"fields": ("name", "kind", "base_url", "enabled")}),
+        (
+            _("Key and limits"),
+            {
+                "fields": ("api_key_env", "timeout"),
+                "description": _("The key itself stays in the server's environment; name the variable that holds it."),
+            },
+        ),
+    )
+
+    @admin.action(description=_("Test search"))
+    def test_search(self, request, queryset):
+        for provider in queryset:
+            outcome = provider_tools.check_search(provider)
+            self.message_user(request, outcome.message, messages.SUCCESS if outcome.ok else messages.ERROR)
 
 
 class SeatInline(admin.TabularInline):

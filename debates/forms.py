@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
 from django import forms
+from django.conf import settings
 from django.db import transaction
 from django.forms import BoundField
 from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
+from debates import documents
 from debates.engine import registry
 from debates.engine.format import Format, Mode
 from debates.engine.spec import CommonOptions, UnknownOptions
-from debates.models import Debate, Provider, Seat
+from debates.models import Debate, Provider, SearchProvider, Seat
 from debates.specs import library_spec, persona_spec
 from personas.models import Library, Persona
 
@@ -58,6 +60,48 @@ class PersonaSlugsField(forms.Field):
         if not value:
             return []
         return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class DocumentsField(forms.FileField):
+    """Several files in one input; each is read into text (`debates.documents`) when cleaned."""
+
+    widget = MultipleFileInput
+
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data] if data else []
+        return [super(DocumentsField, self).clean(f, initial) for f in files] if files else []
+
+
+def _upload_limit() -> str:
+    return f"{settings.AGORA_UPLOAD_MAX_BYTES / 2**20:g} MB"
+
+
+NO_RESEARCH = ""
+ENVIRONMENT_SEARCH = "env"
+
+
+def search_choices():
+    """Where a debate may search: nowhere, the server's own search (the environment's), or a
+    Search provider row from the admin."""
+    from debates import search_clients
+    from debates.models import SearchProvider
+
+    choices = [(NO_RESEARCH, _("No web research"))]
+    if search_clients.environment_configured():
+        choices.append(
+            (ENVIRONMENT_SEARCH, _("Server search (%(backend)s)") % {"backend": search_clients.describe_environment()})
+        )
+    choices += [(f"p{p.pk}", p.name) for p in SearchProvider.objects.filter(enabled=True)]
+    return choices
+
+
+def default_search() -> str:
+    choices = search_choices()
+    return choices[1][0] if len(choices) > 1 else NO_RESEARCH
 
 
 class DebateForm(forms.Form):
@@ -110,6 +154,28 @@ class DebateForm(forms.Form):
         max_length=MAX_EVIDENCE,
         widget=forms.Textarea(attrs={"rows": 4}),
     )
+    documents = DocumentsField(
+        label=_("Documents"),
+        required=False,
+        widget=MultipleFileInput(attrs={"accept": ".txt,.md,.pdf,.docx"}),
+        help_text=_("Up to %(count)d files (%(kinds)s), %(size)s each: each part becomes a source."),
+    )
+    documents_read = forms.CharField(required=False, widget=forms.HiddenInput)
+    search = forms.ChoiceField(
+        label=_("Web research"),
+        required=False,
+        choices=search_choices,
+        error_messages={"invalid_choice": _("Choose one of the search providers in the list.")},
+        help_text=_(
+            "The panel searches for its evidence pack (and its verifier may search in R2), the roundtable in deep "
+            "mode, a moderated debate when asked; every page found becomes a numbered source."
+        ),
+    )
+    research = forms.BooleanField(
+        label=_("Research before the opening"),
+        required=False,
+        help_text=_("Search the web for an evidence pack first (needs web research above)."),
+    )
     user_context = forms.CharField(
         label=_("About you (optional)"),
         required=False,
@@ -137,11 +203,17 @@ class DebateForm(forms.Form):
 
     # The form fields that set a format's own options (those not every format takes), shown only
     # for a format whose `Options` has them; rounds and mode have their own places on the page.
-    PLACED_ELSEWHERE = {"rounds", "mode", "evidence", "user_context"}
+    PLACED_ELSEWHERE = {"rounds", "mode", "evidence", "user_context", "documents", "research"}
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
         super().__init__(*args, **kwargs)
+        self.fields["search"].initial = default_search()
+        self.fields["documents"].help_text = self.fields["documents"].help_text % {
+            "count": settings.AGORA_UPLOAD_MAX_FILES,
+            "kinds": ", ".join(documents.EXTENSIONS),
+            "size": _upload_limit(),
+        }
 
     @property
     def fmt(self) -> Format:
@@ -173,6 +245,51 @@ class DebateForm(forms.Form):
 
     def clean_evidence(self):
         return strip_invisible(self.cleaned_data.get("evidence", ""))
+
+    def clean_documents(self):
+        """Each upload read into sections now, so a file that cannot be read is refused beside
+        its field before anything is created (the browser must choose it again: say so)."""
+        files = self.cleaned_data.get("documents") or []
+        carried = self.data.get("documents_read") if self.is_bound else ""
+        if not files and carried:
+            try:
+                return documents.options_from_json(carried)
+            except documents.DocumentError as error:
+                raise forms.ValidationError(documents.translated(error)) from None
+        if len(files) > settings.AGORA_UPLOAD_MAX_FILES:
+            raise forms.ValidationError(
+                _("At most %(count)d files: remove some and choose again.") % {"count": settings.AGORA_UPLOAD_MAX_FILES}
+            )
+        read = []
+        for upload in files:
+            if upload.size > settings.AGORA_UPLOAD_MAX_BYTES:  # refused before it is read into memory
+                raise forms.ValidationError(
+                    _("%(name)s is larger than %(size)s: split it or paste its text, then choose the files again.")
+                    % {"name": documents.clean_name(upload.name), "size": _upload_limit()}
+                )
+            try:
+                read.append(documents.extract(upload.name, upload.read()))
+            except documents.DocumentError as error:
+                raise forms.ValidationError(
+                    _("%(problem)s Choose the files again.") % {"problem": documents.translated(error)}
+                ) from None
+        return [documents.as_option(d) for d in read]
+
+    def clean_search(self):
+        """The chosen search provider, checked now: a key variable the server refuses, or a
+        backend that is not set up, is said beside the field."""
+        from debates import search_clients
+        from debates.models import SearchProvider
+
+        value = self.cleaned_data.get("search") or NO_RESEARCH
+        if value == NO_RESEARCH:
+            return None
+        provider = SearchProvider.objects.filter(pk=value[1:]).first() if value.startswith("p") else None
+        try:
+            search_clients.check(provider)
+        except search_clients.SearchMisconfigured as error:
+            raise forms.ValidationError(str(error)) from None
+        return provider or ENVIRONMENT_SEARCH
 
     def clean_user_context(self):
         return strip_invisible(self.cleaned_data.get("user_context", "")).strip()
@@ -286,13 +403,17 @@ class DebateForm(forms.Form):
 @transaction.atomic
 def save_debate(form: DebateForm, owner=None) -> Debate:
     data = form.cleaned_data
+    options = data["options"].as_dict()  # with the documents as read (`CommonOptions.documents`)
+    search = data.get("search")
     debate = Debate.objects.create(
         owner=owner,
         question=data["topic"],
         format=data["format"],
-        options=data["options"].as_dict(),
+        options=options,
         provider=data.get("provider"),
         model=data.get("model", ""),
+        research=bool(search),
+        search_provider=search if isinstance(search, SearchProvider) else None,
     )
     for order, persona in enumerate(data["personas"]):
         provider, model = data["seat_model_map"].get(persona.slug, (None, ""))
@@ -413,7 +534,8 @@ def format_part(form: DebateForm) -> FormatPart:
         if f"{name}_range" in protocol:
             low, high = protocol[f"{name}_range"]
             field.widget.attrs.update({"min": low, "max": high})
-    shown = {"topic", "format", "personas", "evidence", "user_context", "provider", "model", "seat_models", *options}
+    shown = {"topic", "format", "personas", "evidence", "documents", "user_context", "provider", "model", "seat_models"}
+    shown |= {*options, *(["search"] if fmt.researches else [])}
     if fmt.modes:
         shown.add("mode")
     if fmt.rounds.user_sets:

@@ -61,6 +61,56 @@ class Provider(models.Model):
             raise ValidationError({"api_key_env": why})
 
 
+class SearchProvider(models.Model):
+    """A web search service for research. Like `Provider`, the key is named by its environment
+    variable, never stored."""
+
+    class Kind(models.TextChoices):
+        SEARXNG = "searxng", _("SearxNG (self-hosted, JSON API)")
+        BRAVE = "brave", _("Brave Search API")
+
+    name = models.SlugField(_("name"), unique=True)
+    kind = models.CharField(_("kind"), max_length=20, choices=Kind.choices, default=Kind.SEARXNG)
+    base_url = models.URLField(
+        _("base URL"),
+        blank=True,
+        help_text=_("SearxNG: its address, e.g. http://127.0.0.1:8888. Brave: leave empty for the public API."),
+    )
+    api_key_env = models.CharField(
+        _("API key variable"),
+        max_length=80,
+        blank=True,
+        help_text=_("Name of the environment variable holding the key, e.g. BRAVE_API_KEY. Never the key."),
+    )
+    timeout = models.PositiveIntegerField(_("timeout (s)"), default=15)
+    enabled = models.BooleanField(_("offered on the start form"), default=True)
+
+    class Meta:
+        verbose_name = _("search provider")
+        verbose_name_plural = _("search providers")
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(api_key_env="") | Q(api_key_env__regex=r"^[A-Z_][A-Z0-9_]*$"),
+                name="search_key_is_a_variable_name",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def clean(self):
+        from debates import provider_keys
+
+        if self.kind == self.Kind.SEARXNG and not self.base_url:
+            raise ValidationError({"base_url": _("SearxNG needs its address.")})
+        if self.kind == self.Kind.BRAVE and not self.api_key_env:
+            raise ValidationError({"api_key_env": _("Brave needs a key: name the variable that holds it.")})
+        why = provider_keys.problem(self.api_key_env, self.base_url or "https://api.search.brave.com")
+        if why:
+            raise ValidationError({"api_key_env": why})
+
+
 class Status(models.TextChoices):
     QUEUED = "queued", _("queued")
     LOADING = "loading_model", _("loading model")
@@ -98,6 +148,11 @@ class Debate(models.Model):
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     model = models.CharField(_("model"), max_length=120, blank=True)
     checkpoint_reply = models.TextField(_("checkpoint reply"), null=True, blank=True)
+    # Research: whether the debate may search, and with which provider (none: the environment's).
+    research = models.BooleanField(_("research"), default=False)
+    search_provider = models.ForeignKey(
+        SearchProvider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     stop_requested = models.BooleanField(default=False)
     # The lease of whoever runs the debate (a web process or a worker): renewed by a heartbeat,
     # taken over when it goes stale, and checked on every write so two runners never both write.

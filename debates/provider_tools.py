@@ -108,3 +108,28 @@ def detect_ollama() -> Provider | None:
             models_fetched_at=timezone.now(),
         )
     return existing
+
+
+def check_search(provider) -> Outcome:
+    """Does this search provider answer? One search for a plain word, its result count said."""
+    from debates import search_clients
+    from debates.search.base import SearchError
+
+    try:
+        client = search_clients.provider_client(provider)
+    except search_clients.SearchMisconfigured as error:
+        return Outcome(False, str(error), [])
+
+    async def one_search():
+        try:
+            return await client.search("agora", 3)
+        finally:
+            await client.aclose()
+
+    try:
+        results = async_to_sync(one_search)()
+    except SearchError as error:
+        return Outcome(False, f"{provider.name}: {error}", [])
+    return Outcome(
+        True, _("%(name)s answers: %(count)d results for “agora”.") % {"name": provider.name, "count": len(results)}, []
+    )

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from debates import clients, leases
+from debates import clients, leases, search_clients
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
 from debates.engine.debate import run_debate
@@ -37,7 +37,11 @@ def _prepare(debate_id: int):
     # Turns left "running" by a crash or a stop are regenerated; their text moves to history then.
     debate.turns.filter(state=Turn.State.RUNNING).update(state=Turn.State.INTERRUPTED)
     Debate.objects.filter(pk=debate_id).update(stop_requested=False)
-    return debate_spec(debate), clients.clients_for(debate), earlier_attempts(debate)
+    try:
+        search, problem = search_clients.client_for(debate), ""
+    except search_clients.SearchMisconfigured as error:
+        search, problem = None, str(error)
+    return debate_spec(debate), clients.clients_for(debate), earlier_attempts(debate), search, problem
 
 
 def earlier_attempts(debate: Debate) -> Ledger:
@@ -67,11 +71,14 @@ async def execute(
         return "busy"
     extra = {"frame_interval": frame_interval} if frame_interval else {}
     sink = DjangoSink(debate_id, runner_id=me, echo=echo, **extra)
-    pool = None
+    pool = search = None
     try:
-        spec, pool, ledger = await database_sync_to_async(_prepare)(debate_id)
+        spec, pool, ledger, search, problem = await database_sync_to_async(_prepare)(debate_id)
         await sink.open()
-        engine = asyncio.ensure_future(run_debate(spec, pool, sink, ledger))
+        if problem:  # a search provider that cannot work: say what to set before anything runs
+            await sink.emit(ev.Status("failed", problem))
+            return "failed"
+        engine = asyncio.ensure_future(run_debate(spec, pool, sink, ledger, search))
         sink.on_lease_lost = engine.cancel
         beat = asyncio.ensure_future(_heartbeat(debate_id, me, engine, sink))
         try:
@@ -90,6 +97,8 @@ async def execute(
     finally:
         await sink.close()
         await clients.close(pool)
+        if search is not None:
+            await search.aclose()
         await database_sync_to_async(leases.release)(debate_id, me)
 
 

@@ -5,6 +5,7 @@ Views create, stop and resume debates; they never call a provider and never run 
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -83,7 +84,11 @@ def _start_page(request, form: DebateForm) -> dict:
     topic = str(form["topic"].value() or "")
     part = format_part(form)
     mode = str(form["mode"].value() or "") if form.is_bound else ""
+    # Documents read on this post stay with the page (a file input cannot be refilled).
+    read = getattr(form, "cleaned_data", {}).get("documents") if form.is_bound else None
     return {
+        "carried_documents": [d["name"] for d in read or []],
+        "carried_json": json.dumps(read, ensure_ascii=False) if read else "",
         "form": form,
         "part": part,
         "suggestion": _suggestion_html(request, part.fmt, topic, mode) if topic.strip() else "",
@@ -104,7 +109,7 @@ def _initial_format(request) -> str:
 def new(request):
     notice = ""
     if request.method == "POST":
-        form = DebateForm(request.POST)
+        form = DebateForm(request.POST, request.FILES)
         if form.is_valid() and form.fmt.confirms_choice and not form.cleaned_data["personas"]:
             form, notice = _confirm_choice(request, form)
         elif form.is_valid():
@@ -126,6 +131,8 @@ def _confirm_choice(request, form: DebateForm) -> tuple[DebateForm, str]:
     suggestion = fmt.suggest(data["topic"], library_spec(fmt), data["options"])
     posted = request.POST.copy()
     posted.setlist("personas", [persona.slug for persona, _ in suggestion.personas])
+    if data.get("documents"):  # a file input cannot be filled again: the text read travels instead
+        posted["documents_read"] = json.dumps(data["documents"], ensure_ascii=False)
     return DebateForm(posted), _(
         "Agora chose these roles for your question (checked below). Keep them or change them, then start."
     )

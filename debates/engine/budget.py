@@ -28,6 +28,14 @@ class Ledger:
         self.reserve = 0
         self.entries: dict[str, LedgerEntry] = {}
         self.exempt: set[str] = set()
+        # Research is not paid in tokens but in searches, pages and time: counted apart.
+        self.research = {"searches": 0, "fetches": 0, "seconds": 0.0, "fetched_tokens": 0}
+
+    def research_charge(self, *, searches=0, fetches=0, seconds=0.0, fetched_tokens=0) -> None:
+        self.research["searches"] += searches
+        self.research["fetches"] += fetches
+        self.research["seconds"] = round(self.research["seconds"] + seconds, 2)
+        self.research["fetched_tokens"] += fetched_tokens
 
     def charge(self, key: str, prompt_tokens: int, completion_tokens: int, *, estimated=False, exempt=False):
         # A key charged twice (a turn sent back once) accumulates: both calls were paid for.
@@ -80,6 +88,7 @@ class Ledger:
             "reserve": self.reserve,
             "counted_against_cap": self.counted,
             "estimated": self.estimated,
+            **({"research": dict(self.research)} if self.research["searches"] else {}),
             "turns": {
                 k: {"prompt": e.prompt_tokens, "completion": e.completion_tokens, "estimated": e.estimated}
                 for k, e in self.entries.items()

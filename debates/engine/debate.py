@@ -12,11 +12,14 @@ from debates.engine.turns import ClientPool, DebateAborted, DebateContext
 from debates.providers.base import ProviderError
 
 
-async def run_debate(spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None) -> str:
+async def run_debate(
+    spec: DebateSpec, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None, research=None
+) -> str:
+    """Run `spec` to its end; `research` is a search client (`debates.search`) or None."""
     fmt = registry.get(spec.format)
     if not isinstance(spec.options, fmt.Options):  # e.g. the bare CommonOptions default
         spec.options = fmt.Options.from_dict(spec.options.as_dict())
-    ctx = DebateContext(spec, fmt, clients, sink, ledger)
+    ctx = DebateContext(spec, fmt, clients, sink, ledger, research)
     try:
         await _prepare(ctx)
         await ctx.emit(ev.Status("running"))

@@ -84,6 +84,7 @@ class Format:
     summary_limit: ClassVar[int] = 80
     phase_titles: ClassVar[dict[str, str]] = {}  # the transcript's heading for each of its phases
     parallel_phases: ClassVar[frozenset[str]] = frozenset()  # phases whose turns run at once
+    researches: ClassVar[bool] = False  # may search the web for its evidence pack (a search provider)
 
     # -- what the start form and the runner ask -----------------------------------------------
 

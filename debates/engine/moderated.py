@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from debates.engine import research
 from debates.engine.format import Format, Mode, Rounds, Seating, Suggestion
 from debates.engine.i18n import Text, gettext_noop, text
 from debates.engine.plans import plan
@@ -204,6 +205,11 @@ async def _run(ctx: DebateContext) -> str:
             "flags": [],
         }
     )
+    if ctx.options.research and ctx.research is not None:
+        task = "开场前的检索：为本议题需要核实的关键事实与数据写网络检索词。"
+        report.data["research_queries"] = await research.build_pack(ctx, moderator, research.BUDGETS["standard"], task)
+    elif ctx.options.research:
+        await research.skipped(ctx)
     history: list[TurnResult] = []
     budget_stop = False
     for round_no in range(1, rounds + 1):
@@ -366,6 +372,7 @@ class ModeratedOptions(CommonOptions):
     rounds: int | None = None
     token_budget: int | None = None  # the whole run's budget (default: the library's, else 60,000)
     max_chars: int | None = None  # per speech (default: the library's, else 600)
+    research: bool = False  # build an evidence pack by searching before the opening
 
 
 class Moderated(Format):
@@ -375,6 +382,7 @@ class Moderated(Format):
         "A neutral moderator runs personas round-robin, for and against, or free-form, and ends on a fixed verdict."
     )
     Options = ModeratedOptions
+    researches = True
     seating = Seating(count=(2, 8), host_kind="moderator")
     modes = (
         Mode("round-robin", gettext_noop("round-robin")),

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from debates.engine import citations
+from debates.engine import citations, research
+from debates.engine.evidence import Source
 from debates.engine.format import Format, Seating
 from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
@@ -105,6 +106,7 @@ class PanelState:
     blind_spots: str = ""
     fronts: dict[str, list[str]] = field(default_factory=dict)
     front_authors: dict[str, set[str]] = field(default_factory=dict)  # role → who opened its fronts
+    own_sources: dict[str, list[Source]] = field(default_factory=dict)  # a role's own searches (R2)
     stopped_by_cap: int | None = None  # the round in which the cap stopped the run
 
     def aliases(self) -> dict[str, str]:
@@ -220,7 +222,26 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
             outcome="refused",
         )
     st.kind = kind
-    if st.kind == "investment" and not ctx.facts:
+    report.data["proposition_type"] = st.kind
+    report.data["topic_slug"] = topic_slug(admission.slug, ctx.spec.question, ("panel", "debate"))
+
+
+BASELINE_TOKENS = 8
+
+
+async def _research(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """Phase 0, the evidence pack: the host writes the searches the research budget allows, and
+    what they find joins the material the user gave. Without a search provider research is
+    skipped (and said so); an investment decision with no evidence at all stops here (the seed's
+    hard stop)."""
+    if ctx.research is None:
+        await research.skipped(ctx)
+    else:
+        budget = research.BUDGETS.get(ctx.options.research_budget or "standard", research.BUDGETS["standard"])
+        task = f"证据底座：为核实本命题（{TYPES.get(st.kind, st.kind)}）需要的事实与数据写网络检索词。"
+        queries = await research.build_pack(ctx, st.host, budget, task, exempt=True)
+        report.data["research_queries"] = queries
+    if st.kind == "investment" and not ctx.evidence:
         # The seed: research failing for an investment decision is a hard stop, not a warning.
         raise DebateAborted(
             text(
@@ -228,14 +249,57 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                     "An investment decision is not debated without evidence: add the material (figures, filings, "
                     "prices) in the Evidence field and start again."
                 )
+                if ctx.research is None
+                else gettext_noop(
+                    "An investment decision is not debated without evidence: the research found no sources and no "
+                    "material was supplied. Add the material (figures, filings, prices) or documents and start again."
+                )
             ),
             outcome="refused",
         )
-    report.data["proposition_type"] = st.kind
-    report.data["topic_slug"] = topic_slug(admission.slug, ctx.spec.question, ("panel", "debate"))
 
 
-BASELINE_TOKENS = 8
+def _verifier(st: PanelState) -> PersonaSpec | None:
+    """The role that checks claims against outside data (the seed's Bayes)."""
+    return next((r for r in _active(st) if r.role == "verifier" or r.slug == "bayes"), None)
+
+
+async def _verifier_searches(ctx: DebateContext, st: PanelState) -> None:
+    """R2: the verifier may run up to three searches of his own, queries first, then his speech
+    with what they found; the others see the results from R3 on (the public record)."""
+    verifier = _verifier(st)
+    if verifier is None or ctx.research is None:
+        return
+    await ctx.phase(2, "r2-search", gettext_noop("R2 · %(name)s's searches"), name=verbatim(verifier.name))
+    asked = await ctx.turn(
+        plan(
+            ctx,
+            verifier,
+            f"r2:queries:{verifier.slug}",
+            round_no=2,
+            phase="r2-search",
+            rules=[
+                f"你是「{verifier.name}」。R2 开始前你可以发起一次补充检索（最多 {research.OWN_SEARCHES} 条检索词），"
+                "用外部数据检验他方 R1 的论点；结果在你的 R2 发言中可用，并从 R3 起对所有人公开。"
+            ],
+            material=_material(st, verifier, 2),
+            output=research.query_output(research.OWN_SEARCHES, optional=True),
+            form=research.query_form(research.OWN_SEARCHES),
+        )
+    )
+    queries = research.read_queries(asked.text, research.OWN_SEARCHES)
+    budget = research.BUDGETS.get(ctx.options.research_budget or "standard", research.BUDGETS["standard"])
+    found = await research.run_queries(
+        ctx,
+        prefix=f"search:r2:{verifier.slug}",
+        speaker=verifier,
+        queries=queries,
+        budget=budget,
+        round_no=2,
+        phase="search",
+        visible_from=3,
+    )
+    st.own_sources[verifier.slug] = found
 
 
 async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
@@ -365,8 +429,8 @@ async def _align_concepts(ctx: DebateContext, st: PanelState, report: ReportBuil
     """3–5 terms with one definition each, read off the evidence when there is some, asked of the
     host (once) when there is none. Fewer than three fails the step: the roles then use words in
     their usual sense, and the report says so."""
-    if ctx.facts:
-        concepts, source = concepts_from_evidence(ctx.facts), "evidence"
+    if ctx.evidence:
+        concepts, source = concepts_from_evidence(ctx.evidence.material()), "evidence"
     else:
         result = await ctx.turn(
             _host_plan(
@@ -581,7 +645,9 @@ def _material(st: PanelState, role: PersonaSpec, round_no: int) -> str:
     if round_no == 1:
         return ""
     if round_no == 2:
-        return f"## 你自己的 R1\n{own[1]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=role.slug)}"
+        found = st.own_sources.get(role.slug)
+        searched = f"\n\n## 你的补充检索结果\n{research.described(found)}" if found else ""
+        return f"## 你自己的 R1\n{own[1]}\n\n## 他方 R1 原文\n{_raw(st, 1, exclude=role.slug)}{searched}"
     if round_no == 3:
         return (
             f"## 你自己的 R1\n{own[1]}\n\n## 你自己的 R2\n{own[2]}\n\n## 他方 R2 原文\n"
@@ -641,7 +707,8 @@ async def _run(ctx: DebateContext) -> str:
     await ctx.plan(rounds=ROUNDS)
     await ctx.phase(0, "admission", gettext_noop("Admission"))
     await _admit(ctx, st, report)
-    if not ctx.facts:
+    await _research(ctx, st, report)
+    if not ctx.evidence:
         await ctx.warn("no_evidence", NO_EVIDENCE)
     await _measure_cap(ctx, st, report)
     try:
@@ -673,6 +740,7 @@ async def _rounds(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> 
         raise
     await _speak(ctx, st, 1, st.roles)
     await _check_concept_use(ctx, st, report)
+    await _verifier_searches(ctx, st)
     await _speak(ctx, st, 2, _active(st))
     try:
         await _mark_blind_spots(ctx, st)
@@ -730,7 +798,7 @@ async def _write_report(ctx, st: PanelState, report: ReportBuilder, checks) -> N
         f"  - ⚠️ {c.citing} → {c.citation.speaker}·R{c.citation.round} “{clip(c.citation.quote, 40)}”: {t(c.reason)}"
         for c in bad
     ]
-    if not ctx.facts:
+    if not ctx.evidence:
         review.append(f"- {t(NO_EVIDENCE)}")
     if ctx.ledger.estimated:
         review.append("- " + t(gettext_noop("Some token counts are estimates (the server reported no usage).")))
@@ -899,6 +967,7 @@ class Panel(Format):
         "Five roles answer blind and in parallel, then cross-examine; a host who never debates writes the verdict."
     )
     Options = PanelOptions
+    researches = True
     seating = Seating(count=(3, 5), host_kind="host")
     tokens = {"speech": 450, "host": 300, "verdict": 900}
     summary_limit = SUMMARY_LIMIT
@@ -908,6 +977,7 @@ class Panel(Format):
         "r2": gettext_noop("R2 · Cross-response"),
         "r3": gettext_noop("R3 · Defence and revision"),
         "r4": gettext_noop("R4 · Closing"),
+        "r2-search": gettext_noop("R2 · Searches"),
     }
 
     def check(self, question, personas, options, library):

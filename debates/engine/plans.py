@@ -38,7 +38,7 @@ def plan(
     (the local model), so its reply has them all, in order and within the turn's budget."""
     decorator = TaskDecorator(
         topic=ctx.spec.question,
-        facts=ctx.facts,
+        facts=ctx.facts_for(round_no),
         user_context=ctx.options.user_context,
         domain_bridge=domain_bridge(speaker) if speaker.kind == "debater" else "",
         rules=list(rules),

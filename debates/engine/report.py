@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debates.engine import events as ev
+from debates.engine import evidence
 from debates.engine.i18n import Text, gettext_noop, text
-from debates.engine.text import topic_slug
+from debates.engine.text import clip, topic_slug
 
 # Phases every format may have; a format's own `phase_titles` add to these.
-PHASE_TITLES = {"host": gettext_noop("Host"), "speech": gettext_noop("Speech")}
+PHASE_TITLES = {"host": gettext_noop("Host"), "speech": gettext_noop("Speech"), "search": gettext_noop("Search")}
 Translate = Callable[[str], str]
+RESEARCH_LINE = gettext_noop(
+    "Research: %(searches)d searches, %(fetches)d pages fetched (%(fetched_tokens)d tokens read), %(seconds)s s"
+)
 
 
 def _escape_cell(text: str) -> str:
@@ -64,6 +68,7 @@ class ReportBuilder:
         self.sections.append(Section(key, text(title), body or "", part, text(empty) if empty else None))
 
     async def emit(self, verdict_heading: str) -> None:
+        await self._check_sources()
         data = dict(self.data)
         data.setdefault("topic_slug", topic_slug("", self.title, (self.ctx.spec.format, "debate")))
         data["heading"] = text(verdict_heading).as_dict()
@@ -91,6 +96,54 @@ class ReportBuilder:
         verdict = render_verdict(self.title, data, translate)
         transcript = render_transcript(self.title, data, turns, translate)
         await self.ctx.emit(ev.Report(verdict, transcript, data))
+
+    async def _check_sources(self) -> None:
+        """Every format's report lists the evidence pack's sources and checks each citation of
+        one: a source that is not in the pack, or words it does not hold, are marked."""
+        pack = self.ctx.evidence
+        if not pack.sources:
+            return
+        speeches = [(r.key, r.speaker.name, r.text) for r in self.ctx.transcript() if not r.key.startswith("search:")]
+        claims = evidence.check(speeches, pack)
+        bad = [c for c in claims if not c.ok]
+        if bad:
+            await self.ctx.warn(
+                "sources_unverified",
+                gettext_noop(
+                    "%(count)d source citation(s) name a source the evidence pack does not hold, or quote words "
+                    "that are not in it."
+                ),
+                count=len(bad),
+            )
+        self.data["evidence"] = pack.as_dict()
+        self.data["source_checks"] = [c.as_dict() for c in claims]
+        self.section("sources", gettext_noop("Sources"), sources_markdown(pack, claims, self.ctx.translate))
+
+
+def sources_markdown(pack: evidence.EvidencePack, claims: list[evidence.Claim], translate: Translate) -> str:
+    """The sources, each with where it came from and how often it was cited, then the citations
+    that did not hold."""
+    cited: dict[str, int] = {}
+    for claim in claims:
+        if claim.ok:
+            cited[claim.source] = cited.get(claim.source, 0) + 1
+    lines = []
+    for source in pack.sources:
+        where = evidence.md_link(source.title, source.url) if source.url else source.title
+        facts = [source.published] if source.published else []
+        if source.query:
+            facts.append(translate("search: %(query)s") % {"query": source.query})
+        if source.id in cited:
+            facts.append(translate("cited %(count)d×") % {"count": cited[source.id]})
+        lines.append(f"- **{source.id}** {where}" + (f" · {' · '.join(facts)}" if facts else ""))
+    bad = [c for c in claims if not c.ok]
+    if bad:
+        lines.append("")
+        lines.append(f"**{translate('Citations that do not hold')}**")
+        for c in bad:
+            quote = f" “{clip(c.quote, 60)}”" if c.quote else ""
+            lines.append(f"- ⚠️ {c.speaker} → [{c.source}]{quote}: {translate(c.reason)}")
+    return "\n".join(lines)
 
 
 def warning_dict(warning: ev.Warning) -> dict[str, Any]:
@@ -147,6 +200,8 @@ def render_transcript(
         line += " " + translate("(partly estimated)")
     if ledger.get("cap"):
         line += " · " + translate("cap %(cap)d") % {"cap": ledger["cap"]}
+    if research := ledger.get("research"):
+        line += "\n\n" + translate(RESEARCH_LINE) % research
     parts.append(f"## {translate('Token ledger')}\n\n{line}")
     return "\n\n".join(parts) + "\n"
 
@@ -172,4 +227,8 @@ _WORDS = (
     gettext_noop("(partly estimated)"),
     gettext_noop("cap %(cap)d"),
     gettext_noop("Token ledger"),
+    gettext_noop("search: %(query)s"),
+    gettext_noop("cited %(count)d×"),
+    gettext_noop("Citations that do not hold"),
+    RESEARCH_LINE,
 )

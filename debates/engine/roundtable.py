@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from debates.engine import events as ev
+from debates.engine import research
 from debates.engine.format import Format, Mode, Seating, Suggestion
 from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.plans import host_plan, plan
@@ -241,9 +242,13 @@ async def _run(ctx: DebateContext) -> str:
     if not ctx.options.force and not await _suitable(ctx, st, report):
         return "done"
 
-    if mode == "deep":
+    if mode == "deep" and ctx.research is not None:
+        task = "深度模式的检索：为本议题需要核实的关键事实与数据写网络检索词。"
+        report.data["research_queries"] = await research.build_pack(ctx, st.host, research.BUDGETS["deep"], task)
+    elif mode == "deep":
+        await research.skipped(ctx)
         await ctx.phase(0, "research", gettext_noop("Research"))
-        research = await ctx.turn(
+        noted = await ctx.turn(
             _host_plan(
                 ctx,
                 st,
@@ -253,7 +258,7 @@ async def _run(ctx: DebateContext) -> str:
                 "- 事实/数据：…（来源或“待核实”）",
             )
         )
-        ctx.facts = "\n\n".join(filter(None, [ctx.facts, research.text]))
+        ctx.evidence.note(noted.text)
 
     await ctx.phase(1, "r1", gettext_noop("Round 1 · Independent statements"))
     await _statements(ctx, st, roles)
@@ -273,7 +278,7 @@ async def _run(ctx: DebateContext) -> str:
             return "waiting"
         if spec.checkpoint_reply.strip():
             added = spec.checkpoint_reply.strip()
-            ctx.facts = "\n\n".join(filter(None, [ctx.facts, "用户在检查点补充：" + added]))
+            ctx.evidence.note("用户在检查点补充：" + added)
             report.data["checkpoint_addition"] = added
             await ctx.phase(1, "checkpoint", gettext_noop("Facts added at the checkpoint"), note=added)
         await _change_table(ctx, st, report, joined)
@@ -681,6 +686,7 @@ class Roundtable(Format):
         "Stances and experts state theses blind, must challenge each other, and end on an action guide."
     )
     Options = RoundtableOptions
+    researches = True
     seating = Seating(count=(3, 7), host_kind="host")
     modes = (
         Mode("standard", gettext_noop("standard (4–5 roles, 3 rounds)"), seats=(4, 5), rounds=3),

@@ -97,6 +97,8 @@ class CommonOptions:
     keys the format does not know, so a typo or another format's option never passes silently."""
 
     evidence: str = ""  # user-supplied material for the evidence pack
+    # Uploaded documents, as read on the form: [{"name", "kind", "sections": [{"label", "text"}]}]
+    documents: list[dict[str, Any]] = field(default_factory=list)
     user_context: str = ""  # what the user says about themselves and their constraints
     max_tokens: dict[str, int] = field(default_factory=dict)  # per turn kind overrides
     temperature: float | None = None

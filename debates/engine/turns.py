@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
+from debates.engine.evidence import pack_from_options
 from debates.engine.i18n import Text, gettext_noop, verbatim
 from debates.engine.i18n import text as message_text
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
@@ -31,6 +32,7 @@ from debates.providers.base import (
 
 if TYPE_CHECKING:
     from debates.engine.format import Format
+    from debates.search.base import SearchClient
 
 # (text) -> (text to keep, parsed data). Runs after streaming: may cut, must not raise.
 PostProcess = Callable[[str], tuple[str, dict[str, Any]]]
@@ -126,7 +128,15 @@ class ClientPool:
 
 
 class DebateContext:
-    def __init__(self, spec: DebateSpec, fmt: Format, clients: ClientPool, sink: ev.Sink, ledger: Ledger | None = None):
+    def __init__(
+        self,
+        spec: DebateSpec,
+        fmt: Format,
+        clients: ClientPool,
+        sink: ev.Sink,
+        ledger: Ledger | None = None,
+        research: SearchClient | None = None,
+    ):
         self.spec = spec
         self.format = fmt
         self.clients = clients
@@ -135,10 +145,21 @@ class DebateContext:
         self.warnings: list[ev.Warning] = []
         self.results: dict[str, TurnResult] = {}
         self.order: list[str] = []  # turn keys in plan order (parallel turns finish in any order)
-        # The known facts every turn's task decorator carries: the user's material, then whatever
-        # the format adds on the way (research, the roundtable checkpoint's additions).
-        self.facts = spec.options.evidence.strip()
+        # The evidence every turn's task decorator carries: the user's material and documents,
+        # then whatever the format adds on the way (research, the roundtable checkpoint's facts).
+        self.evidence = pack_from_options(spec.options.evidence, spec.options.documents)
+        self.research = research  # a search client, or None: research is skipped
         self.translate = spec.translate
+
+    @property
+    def facts(self) -> str:
+        """The evidence pack as a prompt shows it ("" when there is none)."""
+        return self.evidence.prompt_text(self.spec.question)
+
+    def facts_for(self, round_no: int) -> str:
+        """The pack as round `round_no` may see it (a role's own search is public from the next);
+        round 0, the host's turns outside the rounds, sees all of it."""
+        return self.evidence.prompt_text(self.spec.question, round_no=round_no or None)
 
     @property
     def options(self):

@@ -239,13 +239,14 @@ def unscripted(call: Call) -> str:
     raise AssertionError(f"no reply scripted for turn {call.key!r}")
 
 
-async def debate(spec: DebateSpec, fake: FakeLLM | None = None, ledger: Ledger | None = None) -> Run:
-    """Run a spec on a FakeLLM (default replies when none is given) and collect what happened."""
+async def debate(spec: DebateSpec, fake: FakeLLM | None = None, ledger: Ledger | None = None, research=None) -> Run:
+    """Run a spec on a FakeLLM (default replies when none is given) and collect what happened;
+    `research` is a search client (`debates.search`) or None."""
     fake = FakeLLM() if fake is None else fake
     before = len(fake.calls)  # a fake may serve several runs (a checkpoint and its resume)
     sink = ev.ListSink()
     ledger = Ledger() if ledger is None else ledger
-    outcome = await run_debate(spec, ClientPool(fake), sink, ledger)
+    outcome = await run_debate(spec, ClientPool(fake), sink, ledger, research)
     return Run(outcome, sink, ledger, calls=fake.calls[before:])
 
 

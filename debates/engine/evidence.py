@@ -1,0 +1,208 @@
+"""The evidence pack: numbered sources, and the claims in the debate that cite them.
+
+Every source (the user's pasted material, each part of an uploaded document, each page a search
+found) gets an id, S1, S2…, in the order it joined the pack; a resumed run rebuilds the same ids
+because it replays the same steps. Speakers cite a source as `[S3]“quoted words”`: the check
+below looks the id up and the quoted words in that source's excerpt, so a fabricated source or a
+misquote is marked in the report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from debates.engine.i18n import gettext_noop
+from debates.engine.text import bigrams, clip, normalise
+
+EXCERPT_LIMIT = 1500  # what a source keeps of its text: the quote check's ground truth
+PROMPT_EXCERPT = 800  # what a prompt shows of each source
+PROMPT_LIMIT = 6000  # what a prompt shows of the whole pack (sources beyond it are listed by title)
+CITE_RULE = "引用材料时写来源编号并逐字摘录原话，如 [S2]“原话片段”；不得编造来源编号。"
+
+# Why a source citation failed: msgids, rendered in the reader's language.
+NO_SUCH_SOURCE = gettext_noop("no source with this number is in the evidence pack")
+NOT_IN_SOURCE = gettext_noop("the quoted words are not in this source's excerpt")
+
+SOURCE_CITATION_RE = re.compile(
+    r"[\[【〔［]\s*(?P<id>[Ss]\d{1,3})\s*[\]】〕］]"
+    r"(?:\s*[:：]?\s*[“\"「『](?P<quote>[^”\"」』\n]{2,400})[”\"」』])?"
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str  # "S3"
+    title: str
+    excerpt: str
+    origin: str = "material"  # material | document | search
+    url: str = ""
+    file: str = ""  # the uploaded file's name
+    retrieved_at: str = ""  # ISO time the page was fetched or the file read
+    query: str = ""  # the search that found it
+    published: str = ""
+    visible_from: int = 0  # the first round whose prompts show it (a role's own search: the next)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Source:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @property
+    def where(self) -> str:
+        """The source's place: its address, or the file (and the part) it came from."""
+        return self.url or self.file
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence of the debate that cites a source."""
+
+    turn: str  # the citing turn's key
+    speaker: str
+    source: str  # the id as written, upper-cased
+    quote: str
+    sentence: str
+    ok: bool
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EvidencePack:
+    sources: list[Source] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # facts without a source (checkpoint additions)
+
+    def __bool__(self) -> bool:
+        return bool(self.sources or self.notes)
+
+    def get(self, source_id: str) -> Source | None:
+        return next((s for s in self.sources if s.id == source_id.upper()), None)
+
+    def next_id(self) -> str:
+        return f"S{len(self.sources) + 1}"
+
+    def add(self, title: str, text: str, **fields) -> Source:
+        """A new source with the next id; an id in `fields` (a replayed search) is kept."""
+        fields.setdefault("id", self.next_id())
+        source = Source(title=clip(title or fields["id"], 200), excerpt=clip(text, EXCERPT_LIMIT), **fields)
+        existing = self.get(source.id)
+        if existing is not None:
+            return existing
+        self.sources.append(source)
+        return source
+
+    def note(self, text: str) -> None:
+        if text.strip():
+            self.notes.append(text.strip())
+
+    def material(self) -> str:
+        """Everything the pack holds as plain text (what the panel reads its concepts off)."""
+        return "\n\n".join([*(s.excerpt for s in self.sources), *self.notes])
+
+    def prompt_text(self, question: str = "", limit: int = PROMPT_LIMIT, round_no: int | None = None) -> str:
+        """The pack as a prompt of round `round_no` shows it: each source with its id, title and
+        place, then its excerpt; the sources most related to the question first while room lasts,
+        the rest by title only, in id order either way."""
+        sources = [s for s in self.sources if round_no is None or s.visible_from <= round_no]
+        if not sources and not self.notes:
+            return ""
+        shown = set()
+        room = limit - sum(len(n) for n in self.notes)
+        for source in sorted(sources, key=lambda s: -_relevance(s, question)):
+            cost = len(source.title) + min(len(source.excerpt), PROMPT_EXCERPT) + 40
+            if cost <= room:
+                shown.add(source.id)
+                room -= cost
+        blocks = []
+        for source in sources:
+            head = f"[{source.id}] {source.title}" + (f"（{source.where}）" if source.where else "")
+            blocks.append(f"{head}\n{clip(source.excerpt, PROMPT_EXCERPT)}" if source.id in shown else head)
+        if sources:
+            blocks.append(CITE_RULE)
+        return "\n\n".join([*blocks, *self.notes])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sources": [s.as_dict() for s in self.sources], "notes": list(self.notes)}
+
+
+def md_link(title: str, url: str) -> str:
+    """A Markdown link whose label and address cannot break out of it (the page sanitises the
+    result again; only http(s) addresses become links)."""
+    label = re.sub(r"([\[\]\\])", r"\\\1", title or url)
+    if not url.startswith(("http://", "https://")):
+        return label
+    return f"[{label}]({url.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
+
+
+def _relevance(source: Source, question: str) -> float:
+    words = bigrams(question)
+    return len(words & bigrams(source.title + source.excerpt)) / len(words) if words else 0.0
+
+
+def check(turns: list[tuple[str, str, str]], pack: EvidencePack) -> list[Claim]:
+    """Every source citation in `turns` ((key, speaker, text) triples): the source must be in
+    the pack, and quoted words must be in its excerpt."""
+    claims = []
+    for key, speaker, text in turns:
+        for line in text.splitlines():
+            for match in SOURCE_CITATION_RE.finditer(line):
+                source_id, quote = match.group("id").upper(), (match.group("quote") or "").strip()
+                source = pack.get(source_id)
+                if source is None:
+                    ok, reason = False, NO_SUCH_SOURCE
+                elif quote and normalise(quote) not in normalise(source.excerpt):
+                    ok, reason = False, NOT_IN_SOURCE
+                else:
+                    ok, reason = True, ""
+                sentence = clip(line.strip().lstrip("-*• "), 240)
+                claims.append(Claim(key, speaker, source_id, quote, sentence, ok, reason))
+    return claims
+
+
+def chunks(text: str, size: int = EXCERPT_LIMIT) -> list[str]:
+    """`text` in pieces of at most `size` characters, cut between paragraphs where it can, so each
+    piece is a source whose every word the quote check can find."""
+    pieces, current = [], ""
+    for paragraph in (p.strip() for p in re.split(r"\n\s*\n", text)):
+        while len(paragraph) > size:  # one paragraph longer than a piece: cut it at a line or anywhere
+            cut = paragraph.rfind("\n", 0, size)
+            cut = cut if cut > size // 2 else size
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(paragraph[:cut].strip())
+            paragraph = paragraph[cut:].strip()
+        if not paragraph:
+            continue
+        if current and len(current) + len(paragraph) + 2 > size:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def pack_from_options(evidence: str, documents: list[dict[str, Any]], read_at: str = "") -> EvidencePack:
+    """The pack a debate starts with: the pasted material, then each uploaded document's parts."""
+    pack = EvidencePack()
+    pasted = chunks(evidence.strip())
+    for n, piece in enumerate(pasted, start=1):
+        title = "材料" if len(pasted) == 1 else f"材料 §{n}"
+        pack.add(title, piece, origin="material")
+    for document in documents:
+        name = str(document.get("name", ""))
+        for section in document.get("sections", []):
+            label = str(section.get("label", ""))
+            pieces = chunks(str(section.get("text", "")))
+            for n, piece in enumerate(pieces, start=1):
+                part = label if len(pieces) == 1 else f"{label} ({n}/{len(pieces)})"
+                pack.add(f"{name} · {part}", piece, origin="document", file=name, retrieved_at=read_at)
+    return pack
