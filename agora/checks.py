@@ -69,3 +69,34 @@ def runner_settings(app_configs, **kwargs):
                 )
             )
     return problems
+
+
+@register(deploy=False)
+def search_settings(app_configs, **kwargs):
+    """The environment's search backend (AGORA_SEARCH_*) and the networks pages may come from."""
+    from django.core.checks import Error
+
+    from debates import search_clients
+    from debates.search.addresses import parse_networks
+
+    problems = []
+    if settings.AGORA_SEARCH_BACKEND:
+        try:
+            search_clients.check()
+        except search_clients.SearchMisconfigured as error:
+            problems.append(
+                Error(
+                    str(error),
+                    hint="AGORA_SEARCH_BACKEND=searxng needs AGORA_SEARCH_URL (your SearxNG, JSON output on); "
+                    "=brave needs AGORA_SEARCH_KEY_VAR naming a set variable, e.g. BRAVE_API_KEY. Or unset "
+                    "AGORA_SEARCH_BACKEND: debates then skip research and say so.",
+                    id="agora.E003",
+                )
+            )
+    try:
+        parse_networks(settings.AGORA_FETCH_ALLOWED_NETWORKS)
+    except ValueError as error:
+        problems.append(
+            Error(str(error), hint="Comma-separated CIDRs, e.g. 10.0.0.0/8,192.168.1.0/24.", id="agora.E004")
+        )
+    return problems

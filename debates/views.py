@@ -25,6 +25,7 @@ from django_htmx.http import HttpResponseClientRefresh
 from debates import charts, consumers, control, frames, table_change
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
+from debates.engine.report import RESEARCH_LINE
 from debates.engine.text import topic_slug
 from debates.forms import MAX_TOPIC, DebateForm, format_part, save_debate
 from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Provider, Status, Turn, new_share_token
@@ -210,8 +211,15 @@ def report(request, pk):
         show_internals=shows_internals(request.user),
         positions_chart=charts.positions(data),
         ledger_chart=charts.ledger(data, snap.debate.token_cap),
+        research=_research_line(data),
     )
     return render(request, "debates/report.html", context)
+
+
+def _research_line(data: dict) -> str:
+    """What the debate's research cost, in the reader's language ("" when it searched nothing)."""
+    research = (data.get("ledger") or {}).get("research")
+    return _(RESEARCH_LINE) % research if research else ""
 
 
 def archive_name(debate: Debate, ext: str, kind: str = "debate") -> str:

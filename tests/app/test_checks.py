@@ -65,3 +65,27 @@ def test_a_yes_no_variable_with_an_unknown_value_stops_start_up(monkeypatch):
     for word, value in (("Yes", True), ("off", False), ("1", True), ("", False)):
         monkeypatch.setenv("AGORA_TEST_FLAG", word)
         assert env_bool("AGORA_TEST_FLAG", not value) is value
+
+
+def test_a_search_backend_without_what_it_needs_is_an_error(settings, monkeypatch):
+    settings.AGORA_SEARCH_BACKEND = "searxng"
+    settings.AGORA_SEARCH_URL = ""
+    messages = [m for m in run_checks() if m.id == "agora.E003"]
+    assert messages and "SearxNG needs its address" in messages[0].msg
+
+    settings.AGORA_SEARCH_BACKEND = "brave"
+    settings.AGORA_SEARCH_KEY_VAR = "BRAVE_API_KEY"
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    messages = [m for m in run_checks() if m.id == "agora.E003"]
+    assert messages and "set BRAVE_API_KEY" in messages[0].msg
+
+    monkeypatch.setenv("BRAVE_API_KEY", "k")
+    assert not [m for m in run_checks() if m.id == "agora.E003"]
+
+
+def test_a_fetch_network_that_is_not_a_cidr_is_an_error(settings):
+    settings.AGORA_FETCH_ALLOWED_NETWORKS = ["10.0.0.0/8", "intranet"]
+    messages = [m for m in run_checks() if m.id == "agora.E004"]
+    assert messages and "'intranet'" in messages[0].msg
+    settings.AGORA_FETCH_ALLOWED_NETWORKS = ["10.0.0.0/8"]
+    assert not [m for m in run_checks() if m.id == "agora.E004"]

@@ -87,3 +87,36 @@ def test_cli_debate_is_saved_like_a_web_one(cli_env):
     turns = [r for r in rows if r["model"] == "debates.turn"]
     assert all(context in json.dumps(t["fields"]["messages"], ensure_ascii=False) for t in turns)  # every prompt
     assert {t["fields"]["key"] for t in turns} == {"duel:1:huineng", "duel:1:zhiyi", "duel:close"}
+
+
+def test_cli_researches_and_reads_documents(cli_env, tmp_path):
+    from testkit.fake_search import FakeSearchServer
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# 成本\n\n办公室租金占管理费用的四成。", encoding="utf-8")
+    with FakeSearchServer() as search:
+        search.add_page("remote", "Remote work study", "Remote work raised productivity by 13 percent in a study.")
+        env = {
+            **cli_env,
+            "AGORA_SEARCH_BACKEND": "searxng",
+            "AGORA_SEARCH_URL": search.base_url,
+            "AGORA_FETCH_ALLOWED_NETWORKS": "127.0.0.0/8",
+        }
+        result = run_cli(
+            env,
+            "我们团队是否应该在明年全面转向远程办公？",
+            "--format",
+            "panel",
+            "--budget",
+            "light",
+            "--document",
+            str(notes),
+        )
+        assert result.returncode == 0, result.stderr
+        assert len(search.searches) == 1  # light: one query, the host's
+    out = result.stdout
+    assert "🔍" in out and search.page_url("remote") in out  # the search, as it happened
+    assert "**S1** notes.md · 成本" in out and "Remote work study" in out  # the report's sources
+
+    bad = run_cli(cli_env, "我们团队是否应该在明年全面转向远程办公？", "--format", "panel", "--document", str(tmp_path))
+    assert bad.returncode != 0 and "--document" in bad.stderr

@@ -128,6 +128,7 @@ async def test_documents_and_searches_become_sources_seen_live_and_in_the_report
 
     html = (await sync_to_async(client.get)(f"/debates/{debate.pk}/report/")).content.decode()
     assert ">Sources</h3>" in html and "study.pdf · p. 1" in html
+    assert re.search(r'id="research-ledger">Research: 2 searches, [1-9]\d* pages fetched', html)
     link = re.search(r'<a href="([^"]+remote-study)" rel="([^"]+)"', html)
     assert link and "nofollow" in link.group(2)
     exported = json.loads((await sync_to_async(client.get)(f"/debates/{debate.pk}/export.json")).content)

@@ -4,16 +4,19 @@ Same engine, same persistence as the web: the debate is saved and can be opened 
 """
 
 import asyncio
+import json
+import os
 import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
 
-from debates import reports, runner
+from debates import documents, reports, runner
 from debates.engine import events as ev
 from debates.engine import registry
-from debates.forms import create_debate
+from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
+from debates.models import SearchProvider
 from debates.specs import question_language
 from personas.models import Persona
 
@@ -41,7 +44,8 @@ class TerminalSink:
             self.buffers[event.key] = []
             if self.live is None:
                 self.live = event.key
-                self.write(f"\n【{event.speaker_name}】")
+                query = f" 🔍 {event.messages[0]['content']}\n" if event.phase == "search" and event.messages else ""
+                self.write(f"\n【{event.speaker_name}】{query}")
         elif isinstance(event, ev.TextDelta):
             if event.key == self.live:
                 self.write(event.text)
@@ -97,6 +101,18 @@ class Command(BaseCommand):
         parser.add_argument("--mode", default="")
         parser.add_argument("--budget", default="standard", help="panel research budget: light|standard|deep")
         parser.add_argument("--evidence", default="", help="a file whose text joins the evidence pack")
+        parser.add_argument(
+            "--document",
+            action="append",
+            default=[],
+            help="a .txt, .md, .pdf or .docx file whose parts join the evidence pack as sources (repeatable)",
+        )
+        parser.add_argument(
+            "--search",
+            default=None,
+            help="web research: 'env' (AGORA_SEARCH_BACKEND), a Search provider's name, or 'none' "
+            "(default: what the start form offers first)",
+        )
         parser.add_argument("--context", default="", help="about you: your situation and constraints")
         parser.add_argument(
             "--force", action="store_true", help="roundtable: debate even what it would answer directly"
@@ -116,12 +132,39 @@ class Command(BaseCommand):
             "with the view_all_debates permission see it",
         )
 
+    def read_documents(self, paths: list[str]) -> str:
+        """The files read as the start form reads uploads, passed on as the form carries them."""
+        read = []
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    read.append(documents.as_option(documents.extract(os.path.basename(path), handle.read())))
+            except OSError as error:
+                raise CommandError(f"--document {path}: {error.strerror}") from None
+            except documents.DocumentError as error:
+                raise CommandError(f"--document: {error}") from None
+        return json.dumps(read, ensure_ascii=False) if read else ""
+
+    def search_choice(self, value: str | None) -> str:
+        if value is None:
+            return default_search()
+        if value in ("", "none"):
+            return NO_RESEARCH
+        if value == "env":
+            return ENVIRONMENT_SEARCH
+        provider = SearchProvider.objects.filter(name=value).first()
+        if provider is None:
+            raise CommandError(f"--search: no search provider named {value!r} (add one in the admin, or use env)")
+        return f"p{provider.pk}"
+
     def handle(self, *args, **opts):
         evidence = ""
         if opts["evidence"]:
             with open(opts["evidence"], encoding="utf-8") as handle:
                 evidence = handle.read()
         data = {
+            "documents_read": self.read_documents(opts["document"]),
+            "search": self.search_choice(opts["search"]),
             "topic": opts["question"],
             "format": opts["format"],
             "personas": [s for s in opts["personas"].split(",") if s],
