@@ -157,7 +157,7 @@ class DebateForm(forms.Form):
     documents = DocumentsField(
         label=_("Documents"),
         required=False,
-        widget=MultipleFileInput(attrs={"accept": ".txt,.md,.pdf,.docx"}),
+        widget=MultipleFileInput(attrs={"accept": ".txt,.md,.pdf,.docx", "aria-describedby": "id_documents_help"}),
         help_text=_("Up to %(count)d files (%(kinds)s), %(size)s each: each part becomes a source."),
     )
     documents_read = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -165,6 +165,7 @@ class DebateForm(forms.Form):
         label=_("Web research"),
         required=False,
         choices=search_choices,
+        widget=forms.Select(attrs={"aria-describedby": "id_search_help"}),
         error_messages={"invalid_choice": _("Choose one of the search providers in the list.")},
         help_text=_(
             "The panel searches for its evidence pack (and its verifier may search in R2), the roundtable in deep "
@@ -488,6 +489,7 @@ class FormatPart:
     rounds_max: int | None
     options: list[BoundField]
     stray_errors: list[str]  # errors of fields this format does not show
+    search_ready: bool = False  # a search provider is set up (the format may research)
 
     @property
     def takes_positions(self) -> bool:
@@ -553,4 +555,5 @@ def format_part(form: DebateForm) -> FormatPart:
         rounds_max=fmt.rounds.maximum_for(protocol),
         options=[form[name] for name in options],
         stray_errors=stray,
+        search_ready=fmt.researches and len(search_choices()) > 1,
     )

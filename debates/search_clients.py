@@ -25,8 +25,8 @@ def environment_configured() -> bool:
 
 
 def describe_environment() -> str:
-    backend = settings.AGORA_SEARCH_BACKEND
-    return f"{backend} · {settings.AGORA_SEARCH_URL}" if settings.AGORA_SEARCH_URL else backend
+    """The environment's backend as the start form names it (its address is the operator's business)."""
+    return settings.AGORA_SEARCH_BACKEND
 
 
 def _key(kind: str, base_url: str, key_var: str, name: str) -> str | None:

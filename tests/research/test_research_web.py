@@ -207,3 +207,15 @@ def test_the_admin_tests_a_search_provider(superuser, search_server, monkeypatch
     assert "ake-brave answers: 2 results" in response.content.decode()  # (the admin capitalises it)
     assert search_server.searches[-1].headers.get("x-subscription-token") == "k-123"
     search_server.api_key = None
+
+
+@pytest.mark.django_db
+def test_the_form_offers_the_servers_search_and_says_what_it_does(libraries, alice, settings):
+    settings.AGORA_SEARCH_BACKEND, settings.AGORA_SEARCH_URL = "searxng", "http://127.0.0.1:9"
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(alice)
+    page = client.get("/debates/new/?format=panel").content.decode()
+    assert re.search(r'<option value="env" selected>Server search \(searxng\)</option>', page)
+    assert "every page found becomes a numbered source" in page and "research is skipped" not in page
+    duel = client.get("/debates/new/?format=duel").content.decode()
+    assert 'id="field-search"' not in duel  # a duel never researches
