@@ -146,6 +146,13 @@ def sources_markdown(pack: evidence.EvidencePack, claims: list[evidence.Claim], 
     return "\n".join(lines)
 
 
+def _sources_from_data(data: Mapping, translate: Translate) -> str:
+    pack = evidence.EvidencePack([evidence.Source.from_dict(s) for s in data["evidence"].get("sources", [])])
+    names = evidence.Claim.__dataclass_fields__
+    claims = [evidence.Claim(**{k: v for k, v in c.items() if k in names}) for c in data.get("source_checks", [])]
+    return sources_markdown(pack, claims, translate)
+
+
 def warning_dict(warning: ev.Warning) -> dict[str, Any]:
     message = warning.text if isinstance(warning.text, Text) else text(str(warning.text))
     return {"code": warning.code, "text": str(message), **message.as_dict()}
@@ -212,6 +219,8 @@ def _sections(data: Mapping, part: str, translate: Translate) -> list[str]:
         if section.get("part", "verdict") != part:
             continue
         body = (section.get("body") or "").strip() or _t(section.get("empty"), translate) or "—"
+        if section.get("key") == "sources" and "evidence" in data:  # data, so in the reader's language
+            body = _sources_from_data(data, translate)
         out.append(f"## {_t(section['title'], translate)}\n\n{body}")
     return out
 

@@ -23,7 +23,7 @@ from testkit.fake_search import FakeSearchServer
 from tests.web.formpage import errors_in
 from tests.web.pagemodel import PageModel
 
-PANEL_QUESTION = "我们团队是否应该在明年全面转向远程办公？"
+PANEL_QUESTION = "我们是否应该在明年买入远程办公软件公司的股票？"
 PDF_LINE = "Remote teams shipped 18 percent more features in 2025."
 
 
@@ -59,10 +59,15 @@ def answer(body: dict) -> str | None:
     for the host and Bayes, and Bayes citing the uploaded PDF; the fake's own text elsewhere."""
     messages = body.get("messages") or []
     system, user = messages[0]["content"], messages[-1]["content"]
+    if "可证伪：是 / 否" in user:  # admission: an investment decision
+        return "类型：投资决策型\n可证伪：是\n理由：可以用财报检验。\n话题标识：remote-software-stock-buy"
     if "网络检索词" in user:
         return "检索一：remote work productivity\n检索二：无\n检索三：无"
     if "你是「贝叶斯」" in system and "盲立论" in user:
-        return f"立场：远程可行。\n核心论据：\n1. 据 [S1]“{PDF_LINE[:40]}”。\n反驳：无\n沉默声明：无\n小结：数据支持。"
+        cited = f"[S1]“{PDF_LINE[:40]}”，且 [S3]“Office rent is 40 percent”"
+        return f"立场：远程可行。\n核心论据：\n1. 据 {cited}。\n反驳：无\n沉默声明：无\n小结：数据支持。"
+    if "你是「费曼」" in system and "逐条反驳" in user:
+        return "立场：存疑。\n核心论据：\n1. 样本太小。\n反驳：[S9]“利润率翻倍”并无出处。\n沉默声明：无\n小结：存疑。"
     return None
 
 
@@ -122,12 +127,14 @@ async def test_documents_and_searches_become_sources_seen_live_and_in_the_report
     titles = [s["title"] for s in sources]
     assert titles[:3] == ["study.pdf · p. 1", "study.pdf · p. 2", "notes.md · Costs"]
     assert any(s.get("url") == server_search.page_url("remote-study") for s in sources)
-    bayes = [c for c in report.data["source_checks"] if c["turn"] == "r1:bayes"]
-    assert bayes and bayes[0]["source"] == "S1" and bayes[0]["ok"]
+    checks = {(c["turn"], c["source"]): c["ok"] for c in report.data["source_checks"]}
+    assert checks[("r1:bayes", "S1")] and checks[("r1:bayes", "S3")]  # the PDF and the Markdown, cited
+    assert checks[("r2:feynman", "S9")] is False
     assert report.data["ledger"]["research"]["searches"] == 2
 
     html = (await sync_to_async(client.get)(f"/debates/{debate.pk}/report/")).content.decode()
     assert ">Sources</h3>" in html and "study.pdf · p. 1" in html
+    assert re.search(r"⚠️ 费曼 → \[S9\] “利润率翻倍”: no source with this number is in the evidence pack", html)
     assert re.search(r'id="research-ledger">Research: 2 searches, [1-9]\d* pages fetched', html)
     link = re.search(r'<a href="([^"]+remote-study)" rel="([^"]+)"', html)
     assert link and "nofollow" in link.group(2)
