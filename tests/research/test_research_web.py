@@ -226,3 +226,22 @@ def test_the_form_offers_the_servers_search_and_says_what_it_does(libraries, ali
     assert "every page found becomes a numbered source" in page and "research is skipped" not in page
     duel = client.get("/debates/new/?format=duel").content.decode()
     assert 'id="field-search"' not in duel  # a duel never researches
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_failed_search_is_shown_on_its_turn_and_the_debate_goes_on(libraries, fast_llm, server_search, alice):
+    from debates.forms import create_debate
+
+    server_search.fail_next("500", times=5)
+    debate, errors = await sync_to_async(create_debate)(
+        {"topic": "我们团队是否应该在明年全面转向远程办公？", "format": "panel", "search": "env"}, owner=alice
+    )
+    assert not errors, errors
+    assert await runner.execute(debate.pk) == "done"
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    await sync_to_async(client.force_login)(alice)
+    page = (await sync_to_async(client.get)(f"/debates/{debate.pk}/")).content.decode()
+    article = re.search(r'<article[^>]*data-key="search:pack:1".*?</article>', page, re.S).group(0)
+    assert "This search failed:" in article and "500" in article and "went on without it" in article
+    assert "Retry turn" not in article  # the debate did not stop for it: nothing to retry from
+    assert "The search" in page and "failed" in page  # and the warnings say so
