@@ -284,6 +284,7 @@ async def _verifier_searches(ctx: DebateContext, st: PanelState) -> None:
             ],
             material=_material(st, verifier, 2),
             output=research.query_output(research.OWN_SEARCHES, optional=True),
+            max_tokens=research.QUERY_TOKENS,
             form=research.query_form(research.OWN_SEARCHES),
         )
     )

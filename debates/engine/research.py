@@ -39,7 +39,8 @@ class Budget:
 
 
 BUDGETS = {"light": Budget(1, 3, 1), "standard": Budget(2, 4, 2), "deep": Budget(3, 5, 3)}
-OWN_SEARCHES = 3  # the most a debater may run of his own (the panel's Bayes in R2)
+OWN_SEARCHES = 3
+QUERY_TOKENS = 200  # the most a debater may run of his own (the panel's Bayes in R2)
 SKIPPED = gettext_noop(
     "Research skipped: this debate has no search provider (set one up with AGORA_SEARCH_BACKEND or under Search "
     "providers in the admin, then choose it on the start form); it uses only the material supplied."
@@ -271,6 +272,7 @@ async def build_pack(
             round_no=0,
             output=query_output(budget.queries),
             exempt=exempt,
+            max_tokens=QUERY_TOKENS,  # a few short lines, whatever the format gives its host
             form=query_form(budget.queries),
         )
     )
