@@ -130,7 +130,8 @@ async def search(
             speaker.slug,
             speaker.name,
             [{"role": "search", "content": query}],  # what was sent: the query itself
-            model=client.describe(),
+            # Its name, never its address: the turn's model reaches every viewer's JSON export.
+            model=f"{client.kind} · {client.name}",
         )
     )
     started = time.monotonic()
@@ -139,11 +140,12 @@ async def search(
     except SearchError as error:
         ctx.ledger.research_charge(searches=1, seconds=time.monotonic() - started)
         await ctx.emit(ev.TurnFailed(key, str(error)))
+        # The reason stays on the turn, where each viewer reads it as they may (a search
+        # server's address is for staff only); warnings reach every viewer as they are.
         await ctx.warn(
             "search_failed",
-            gettext_noop("The search “%(query)s” failed (%(error)s); the debate goes on without it."),
+            gettext_noop("The search “%(query)s” failed (the reason is on its turn); the debate went on without it."),
             query=verbatim(query),
-            error=verbatim(str(error)),
         )
         return []
     lines = []

@@ -245,3 +245,35 @@ async def test_a_failed_search_is_shown_on_its_turn_and_the_debate_goes_on(libra
     assert "This search failed:" in article and "500" in article and "went on without it" in article
     assert "Retry turn" not in article  # the debate did not stop for it: nothing to retry from
     assert "The search" in page and "failed" in page  # and the warnings say so
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_search_servers_address_reaches_staff_only(
+    libraries, fast_llm, search_server, settings, alice, superuser
+):
+    """A private SearxNG that does not answer: its address is in the turn's error for staff, and
+    nowhere in what the owner (or a shared link) sees or exports."""
+    from debates.forms import create_debate
+
+    settings.AGORA_SEARCH_BACKEND, settings.AGORA_SEARCH_URL = "searxng", "http://10.66.0.7:9"
+    settings.AGORA_SEARCH_TIMEOUT = 0.5
+    debate, errors = await sync_to_async(create_debate)(
+        {
+            "topic": "我们团队是否应该在明年全面转向远程办公？",
+            "format": "panel",
+            "search": "env",
+            "research_budget": "light",
+        },
+        owner=alice,
+    )
+    assert not errors, errors
+    assert await runner.execute(debate.pk) == "done"
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    await sync_to_async(client.force_login)(alice)
+    for path in (f"/debates/{debate.pk}/", f"/debates/{debate.pk}/report/", f"/debates/{debate.pk}/export.json"):
+        body = (await sync_to_async(client.get)(path)).content.decode()
+        assert "10.66.0.7" not in body, path
+    assert "This search failed:" in (await sync_to_async(client.get)(f"/debates/{debate.pk}/")).content.decode()
+    staff = Client(HTTP_ACCEPT_LANGUAGE="en")
+    await sync_to_async(staff.force_login)(superuser)
+    assert "10.66.0.7" in (await sync_to_async(staff.get)(f"/debates/{debate.pk}/")).content.decode()
