@@ -91,7 +91,8 @@ class EvidencePack:
     def add(self, title: str, text: str, **fields) -> Source:
         """A new source with the next id; an id in `fields` (a replayed search) is kept."""
         fields.setdefault("id", self.next_id())
-        source = Source(title=clip(title or fields["id"], 200), excerpt=clip(text, EXCERPT_LIMIT), **fields)
+        excerpt = text if len(text) <= EXCERPT_LIMIT else clip(text, EXCERPT_LIMIT)  # as written
+        source = Source(title=clip(title or fields["id"], 200), excerpt=excerpt, **fields)
         existing = self.get(source.id)
         if existing is not None:
             return existing
@@ -115,21 +116,28 @@ class EvidencePack:
             return ""
         shown = set()
         room = limit - sum(len(n) for n in self.notes)
-        for source in sorted(sources, key=lambda s: -_relevance(s, question)):
-            cost = len(source.title) + min(len(source.excerpt), PROMPT_EXCERPT) + 40
+        # The user's own material first, then what is nearest the question.
+        for source in sorted(sources, key=lambda s: (s.origin != "material", -_relevance(s, question))):
+            cost = len(source.title) + len(_shown(source)) + 40
             if cost <= room:
                 shown.add(source.id)
                 room -= cost
         blocks = []
         for source in sources:
             head = f"[{source.id}] {source.title}" + (f"（{source.where}）" if source.where else "")
-            blocks.append(f"{head}\n{clip(source.excerpt, PROMPT_EXCERPT)}" if source.id in shown else head)
+            blocks.append(f"{head}\n{_shown(source)}" if source.id in shown else head)
         if sources:
             blocks.append(CITE_RULE)
         return "\n\n".join([*blocks, *self.notes])
 
     def as_dict(self) -> dict[str, Any]:
         return {"sources": [s.as_dict() for s in self.sources], "notes": list(self.notes)}
+
+
+def _shown(source: Source) -> str:
+    """What a prompt shows of a source: a found page's excerpt shortened (a search brings many),
+    the user's material and documents whole."""
+    return clip(source.excerpt, PROMPT_EXCERPT) if source.origin == "search" else source.excerpt
 
 
 def md_link(title: str, url: str) -> str:
@@ -167,27 +175,24 @@ def check(turns: list[tuple[str, str, str]], pack: EvidencePack) -> list[Claim]:
 
 
 def chunks(text: str, size: int = EXCERPT_LIMIT) -> list[str]:
-    """`text` in pieces of at most `size` characters, cut between paragraphs where it can, so each
-    piece is a source whose every word the quote check can find."""
-    pieces, current = [], ""
-    for paragraph in (p.strip() for p in re.split(r"\n\s*\n", text)):
-        while len(paragraph) > size:  # one paragraph longer than a piece: cut it at a line or anywhere
-            cut = paragraph.rfind("\n", 0, size)
-            cut = cut if cut > size // 2 else size
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(paragraph[:cut].strip())
-            paragraph = paragraph[cut:].strip()
-        if not paragraph:
-            continue
-        if current and len(current) + len(paragraph) + 2 > size:
-            pieces.append(current)
-            current = ""
-        current = f"{current}\n\n{paragraph}" if current else paragraph
-    if current:
-        pieces.append(current)
-    return pieces
+    """`text` in pieces of at most `size` characters, cut after a blank line where it can (else at
+    a line's end, else anywhere), so each piece is a source whose every word the quote check can
+    find. The pieces are slices of `text`: a text that fits is kept exactly as written."""
+    text = text.strip("\n")
+    if not text.strip():
+        return []
+    breaks = [m.end() for m in re.finditer(r"\n[ \t]*\n", text)]
+    pieces, start = [], 0
+    while len(text) - start > size:
+        limit = start + size
+        cut = max((b for b in breaks if start < b <= limit), default=0)
+        if not cut:
+            line_end = text.rfind("\n", start, limit)
+            cut = line_end + 1 if line_end > start + size // 2 else limit
+        pieces.append(text[start:cut].strip("\n"))
+        start = cut
+    pieces.append(text[start:].strip("\n"))
+    return [p for p in pieces if p.strip()]
 
 
 def pack_from_options(evidence: str, documents: list[dict[str, Any]], read_at: str = "") -> EvidencePack:

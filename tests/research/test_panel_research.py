@@ -228,10 +228,15 @@ def test_pasted_material_is_cut_into_sources_the_quote_check_can_read_whole():
 def test_the_prompt_shows_the_sources_nearest_the_question_in_full_and_the_rest_by_title():
     pack = evidence.EvidencePack()
     for n in range(12):
-        pack.add(f"page {n}", ("remote work productivity " if n == 7 else "unrelated filler ") * 60)
+        pack.add(f"page {n}", ("remote work productivity " if n == 7 else "unrelated filler ") * 60, origin="search")
     shown = pack.prompt_text("remote work productivity", limit=1500)
     assert "[S8] page 7\nremote work productivity" in shown  # the relevant one keeps its excerpt
     assert "[S1] page 0\nunrelated" not in shown and "[S1] page 0" in shown  # the others by title
+    # The user's own material is shown whole and before any page, however unrelated it looks.
+    pack.add("material", "    indented, as pasted\n\n" + "x" * 900)
+    shown = pack.prompt_text("remote work productivity", limit=1500)
+    assert "[S13] material\n    indented, as pasted\n\n" + "x" * 900 in shown
+    assert "[S8] page 7\nremote" not in shown
 
 
 def test_source_links_cannot_break_out_of_their_markdown():
