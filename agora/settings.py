@@ -257,3 +257,6 @@ AGORA_FETCH_ALLOWED_NETWORKS = env_list("AGORA_FETCH_ALLOWED_NETWORKS", "")
 # Uploaded documents on the start form: how many and how large (bytes) each.
 AGORA_UPLOAD_MAX_FILES = int(os.environ.get("AGORA_UPLOAD_MAX_FILES", "5"))
 AGORA_UPLOAD_MAX_BYTES = int(os.environ.get("AGORA_UPLOAD_MAX_BYTES", str(5 * 1024 * 1024)))
+# A person at the table has this many seconds to write their turn; then a model speaks for them or
+# the turn passes, as the start form chose.
+AGORA_HUMAN_DEADLINE = float(os.environ.get("AGORA_HUMAN_DEADLINE", "600"))

@@ -15,6 +15,7 @@ from django.conf import settings
 from debates import provider_keys
 from debates.engine.turns import ClientPool
 from debates.providers.base import LLMClient, ProviderUnavailable
+from debates.providers.human import HumanClient
 from debates.providers.openai_compat import OpenAICompatibleClient
 
 DEFAULT_REMOTE_MODEL = "gpt-4o-mini"
@@ -86,11 +87,21 @@ def seat_key(provider, model: str) -> str | None:
     return f"{provider.name if provider else 'default'}:{model}"
 
 
+def human_key(seat) -> str:
+    """The client key of a seat a person took."""
+    return f"human:{seat.persona.slug}"
+
+
 def clients_for(debate) -> ClientPool:
-    """The debate's default client plus one per distinct seat override."""
+    """The debate's default client plus one per distinct seat override, and one per person at the
+    table (with its own model client to stand in when the person misses the deadline)."""
     default = provider_client(debate.provider, debate.model) if debate.provider else default_client(debate.model)
     others = {}
-    for seat in debate.seats.select_related("provider"):
+    for seat in debate.seats.select_related("provider", "persona", "human"):
+        if seat.human_id is not None:
+            stand_in = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
+            others[human_key(seat)] = HumanClient(seat.human.get_username(), debate.human_inputs, stand_in)
+            continue
         key = seat_key(seat.provider, seat.model)
         if key and key not in others:
             others[key] = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
@@ -102,5 +113,6 @@ async def close(pool: ClientPool | None) -> None:
     if pool is None:
         return
     for client in pool.all():
+        client = getattr(client, "stand_in", None) or client  # a person's seat: its model's connections
         if client not in _local and hasattr(client, "aclose"):
             await client.aclose()

@@ -4,6 +4,7 @@ Tasks API (`debates.tasks`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from debates import leases, running_limit, tasks
 from debates.models import ACTIVE_STATUSES, Debate, Status
@@ -82,4 +84,66 @@ def attach_to_daphne() -> bool:
         return False
     debate_loop.server_loop = loop
     loop.call_soon_threadsafe(lambda: loop.create_task(resume_interrupted()), context=contextvars.Context())
+    loop.call_soon_threadsafe(lambda: loop.create_task(watch_human_deadlines()), context=contextvars.Context())
     return True
+
+
+# -- a person at the table -------------------------------------------------------------------------
+
+
+class NotAwaited(Exception):
+    """The turn is not waiting for this person any more (written already, or its deadline passed)."""
+
+
+def submit_human_turn(debate: Debate, key: str, given: dict) -> None:
+    """Store what a person gave for the turn `key` and run the debate on from it: once. A second
+    submission (a double click, a second tab, the deadline firing at the same moment) finds the
+    turn no longer awaited and raises NotAwaited, changing nothing. RunningLimitReached as `start`."""
+
+    def claim():
+        row = Debate.objects.select_for_update().get(pk=debate.pk)
+        if row.status != Status.WAITING or row.awaiting.get("key") != key:
+            raise NotAwaited(key)
+        given_at = {**given, "at": timezone.now().isoformat()}
+        # Cleared in the same statement that checks it: two claims cannot both pass.
+        changed = Debate.objects.filter(pk=debate.pk, status=Status.WAITING, awaiting__key=key).update(
+            awaiting={}, human_inputs={**row.human_inputs, key: given_at}
+        )
+        if not changed:
+            raise NotAwaited(key)
+
+    start(debate, prepare=claim)
+
+
+def _overdue() -> list[tuple[Debate, str, str]]:
+    now = timezone.now().isoformat()
+    waiting = Debate.objects.filter(status=Status.WAITING).exclude(awaiting={})
+    return [
+        (d, d.awaiting["key"], d.awaiting.get("stand_in", "llm"))
+        for d in waiting
+        if d.awaiting.get("deadline_at", "~") <= now
+    ]
+
+
+def expire_human_turns() -> list[int]:
+    """Turns whose person missed the deadline: a model speaks for them, or the turn passes, as the
+    seat says. Run by every process that runs debates (a watch every second); idempotent."""
+    expired = []
+    for debate, key, stand_in in _overdue():
+        try:
+            submit_human_turn(debate, key, {"stand_in": "pass" if stand_in == "pass" else "llm"})
+        except (NotAwaited, running_limit.RunningLimitReached):
+            continue  # answered meanwhile, or its owner is at the limit: the next watch tries again
+        log.info("debate %s: %s missed the deadline (%s)", debate.pk, key, stand_in)
+        expired.append(debate.pk)
+    return expired
+
+
+async def watch_human_deadlines(interval: float = 1.0) -> None:
+    """Forever: hand overdue turns on. A deadline is a stored time, so it survives restarts."""
+    while True:
+        try:
+            await database_sync_to_async(expire_human_turns)()
+        except Exception:  # a failed sweep must not end the watch
+            log.exception("the deadline watch failed; trying again")
+        await asyncio.sleep(interval)

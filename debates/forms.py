@@ -36,6 +36,11 @@ def format_choices():
     return [(fmt.name, _(fmt.label)) for fmt in registry.all_formats()]
 
 
+def human_field(slug: str) -> str:
+    """The checkbox on a persona's card that seats the person starting the debate there."""
+    return f"human-{slug}"
+
+
 def position_field(slug: str) -> str:
     """The form field that carries one seat's side (radio buttons on its persona card)."""
     return f"position-{slug}"
@@ -176,6 +181,13 @@ class DebateForm(forms.Form):
         label=_("Research before the opening"),
         required=False,
         help_text=_("Search the web for an evidence pack first (needs web research above)."),
+    )
+    stand_in = forms.ChoiceField(
+        label=_("If I miss my turn"),
+        required=False,
+        initial="llm",
+        choices=[("llm", _("a model speaks for me")), ("pass", _("my turn passes"))],
+        help_text=_("Tick “I take this seat” on a persona to write its turns yourself, within the time limit."),
     )
     user_context = forms.CharField(
         label=_("About you (optional)"),
@@ -355,6 +367,7 @@ class DebateForm(forms.Form):
         for field, problem in problems.items():
             self.add_error(field if field in self.fields else None, problem.render(gettext))
         mode = fmt.mode(getattr(data["options"], "mode", ""))
+        data["human_seats"] = [p.slug for p in personas if self.data.get(human_field(p.slug))]
         data["position_map"] = self._read_positions(mode, personas)
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         return data
@@ -425,6 +438,8 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
             position=data["position_map"].get(persona.slug, ""),
             provider=provider,
             model=model,
+            human=owner if persona.slug in data.get("human_seats", ()) else None,
+            stand_in=data.get("stand_in") or "llm",
         )
     return debate
 
@@ -462,10 +477,15 @@ class Card:
     description: str
     chosen: bool = False
     side: str = ""
+    human: bool = False  # the person starting the debate takes this seat
 
     @property
     def position_field(self) -> str:
         return position_field(self.slug)
+
+    @property
+    def human_field(self) -> str:
+        return human_field(self.slug)
 
 
 @dataclass
@@ -519,6 +539,7 @@ def format_part(form: DebateForm) -> FormatPart:
                 describe(p),
                 chosen=p.slug in chosen,
                 side="" if fresh else str(form.data.get(position_field(p.slug), "")),
+                human=not fresh and bool(form.data.get(human_field(p.slug))),
             )
             for p in debaters
         ]
@@ -537,6 +558,7 @@ def format_part(form: DebateForm) -> FormatPart:
             low, high = protocol[f"{name}_range"]
             field.widget.attrs.update({"min": low, "max": high})
     shown = {"topic", "format", "personas", "evidence", "documents", "user_context", "provider", "model", "seat_models"}
+    shown |= {"stand_in"}
     shown |= {*options, *(["search"] if fmt.researches else [])}
     if fmt.modes:
         shown.add("mode")

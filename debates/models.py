@@ -148,6 +148,10 @@ class Debate(models.Model):
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     model = models.CharField(_("model"), max_length=120, blank=True)
     checkpoint_reply = models.TextField(_("checkpoint reply"), null=True, blank=True)
+    # A person's turn the run waits for ({"key", "speaker_name", "parts", "prompt", "deadline_at", …};
+    # empty when none), and what people wrote, by turn key ({"text", "by", "at"} or {"stand_in"}).
+    awaiting = models.JSONField(default=dict, blank=True)
+    human_inputs = models.JSONField(default=dict, blank=True)
     # Research: whether the debate may search, and with which provider (none: the environment's).
     research = models.BooleanField(_("research"), default=False)
     search_provider = models.ForeignKey(
@@ -206,6 +210,17 @@ class Seat(models.Model):
     order = models.PositiveSmallIntegerField(default=0)
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     model = models.CharField(_("model"), max_length=120, blank=True)
+    # A person in this seat (they write its turns on the live page), and who speaks when they miss
+    # the deadline: a model, or nobody (the turn passes).
+    human = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    stand_in = models.CharField(
+        _("when the person misses the deadline"),
+        max_length=8,
+        default="llm",
+        choices=[("llm", _("a model speaks for them")), ("pass", _("the turn passes"))],
+    )
 
     class Meta:
         verbose_name = _("seat")

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -27,7 +29,7 @@ from debates.engine import events as ev
 from debates.engine.i18n import Text, verbatim
 from debates.engine.report import warning_dict
 from debates.leases import LeaseLost
-from debates.models import FINAL_STATUSES, Debate, Report, Status, Turn
+from debates.models import FINAL_STATUSES, Debate, Report, Seat, Status, Turn
 from debates.providers.base import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -216,6 +218,7 @@ class DjangoSink:
         now = timezone.now()
         if status == Status.RUNNING:
             fields["started_at"] = now
+            fields["awaiting"] = {}  # whatever a person was asked, the run goes on without waiting
         if status in FINAL_STATUSES:
             fields["finished_at"] = now
         if status in (Status.DONE, Status.STOPPED, Status.FAILED):
@@ -347,6 +350,26 @@ class DjangoSink:
         debate = self._bump(
             status=Status.WAITING, status_detail=str(event.prompt)[:500], status_text=as_text(event.prompt)
         )
+        return lambda: frames.status(debate)
+
+    def _on_AwaitingHuman(self, event: ev.AwaitingHuman) -> str:  # noqa: N802
+        """A person's turn: what to write, by when, and who may (the seat's person)."""
+        seat = Seat.objects.filter(debate_id=self.debate_id, persona__slug=event.speaker).first()
+        deadline = timezone.now() + timedelta(seconds=settings.AGORA_HUMAN_DEADLINE)
+        awaiting = {
+            "key": event.key,
+            "round": event.round,
+            "phase": event.phase,
+            "speaker": event.speaker,
+            "speaker_name": event.speaker_name,
+            "parts": event.parts,
+            "prompt": event.prompt,
+            "human": seat.human_id if seat else None,
+            "human_name": seat.human.get_username() if seat and seat.human_id else "",
+            "stand_in": seat.stand_in if seat else "llm",
+            "deadline_at": deadline.isoformat(),
+        }
+        debate = self._bump(awaiting=awaiting, status=Status.WAITING, status_detail="", status_text={})
         return lambda: frames.status(debate)
 
     def _on_Report(self, event: ev.Report) -> str:  # noqa: N802

@@ -79,6 +79,10 @@ def options_of(debate: Debate) -> CommonOptions:
 def debate_spec(debate: Debate) -> DebateSpec:
     fmt = registry.get(debate.format)
     seats = list(debate.seats.select_related("persona__library", "provider"))
+
+    def client_key(seat):
+        return clients.human_key(seat) if seat.human_id else clients.seat_key(seat.provider, seat.model)
+
     completed = {
         t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
         for t in debate.turns.filter(state=Turn.State.DONE)
@@ -86,7 +90,7 @@ def debate_spec(debate: Debate) -> DebateSpec:
     return DebateSpec(
         question=debate.question,
         format=fmt.name,
-        seats=[SeatSpec(persona_spec(s.persona), s.position, clients.seat_key(s.provider, s.model)) for s in seats],
+        seats=[SeatSpec(persona_spec(s.persona), s.position, client_key(s)) for s in seats],
         options=options_of(debate),
         library=library_spec(fmt, [s.persona for s in seats]),
         completed=completed,

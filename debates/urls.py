@@ -19,5 +19,6 @@ urlpatterns = [
     path("debates/<int:pk>/resume/", views.resume, name="resume"),
     path("debates/<int:pk>/checkpoint/", views.checkpoint, name="checkpoint"),
     path("debates/<int:pk>/share/", views.share, name="share"),
+    path("debates/<int:pk>/speak/", views.speak, name="speak"),
     path("debates/<int:pk>/turns/<int:turn_pk>/retry/", views.retry_turn, name="retry_turn"),
 ]

@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import charts, consumers, control, frames, table_change
+from debates import charts, consumers, control, frames, human_turns, table_change
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
@@ -390,6 +390,30 @@ def checkpoint(request, pk):
         else:
             addition = request.POST.get("addition", "")[:5000]
             _start_within_limit(request, debate, prepare=seat_newcomers, checkpoint_reply=addition, **changes)
+    return _back(request, debate)
+
+
+@require_POST
+def speak(request, pk):
+    """A person's turn, written on the live page: checked part by part, stored once, and the debate
+    runs on from it. Only the person in the seat may write it."""
+    debate = viewable_debate(request, pk)
+    awaiting = debate.awaiting or {}
+    if debate.status != Status.WAITING or not awaiting:
+        messages.error(request, _("No turn is waiting for you here."))
+        return _back(request, debate)
+    if awaiting.get("human") != request.user.pk:
+        raise Http404(_("No such debate."))
+    text, errors = human_turns.compose(awaiting, request.POST)
+    if errors:  # the composer again, with what was written and each error beside its part
+        context = {"debate": debate, "composer": human_turns.fields(awaiting, request.POST, errors)}
+        return render(request, "debates/_live.html#composer", context)
+    try:
+        control.submit_human_turn(debate, awaiting["key"], {"text": text, "by": request.user.get_username()})
+    except control.NotAwaited:
+        messages.error(request, _("This turn was already written, or its deadline passed."))
+    except RunningLimitReached as refusal:
+        messages.error(request, str(refusal))
     return _back(request, debate)
 
 

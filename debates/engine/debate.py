@@ -8,7 +8,7 @@ from debates.engine import events as ev
 from debates.engine import registry
 from debates.engine.budget import Ledger
 from debates.engine.spec import DebateSpec
-from debates.engine.turns import ClientPool, DebateAborted, DebateContext
+from debates.engine.turns import AwaitingHuman, ClientPool, DebateAborted, DebateContext, TurnPlan
 from debates.providers.base import ProviderError
 
 
@@ -24,6 +24,11 @@ async def run_debate(
         await _prepare(ctx)
         await ctx.emit(ev.Status("running"))
         outcome = await fmt.run(ctx) or "done"
+    except AwaitingHuman as waiting:
+        await ctx.emit(human_turn(waiting.plan))
+        await ctx.emit(ev.Status("waiting"))
+        await ctx.emit(ev.Finished("waiting"))
+        return "waiting"
     except DebateAborted as aborted:
         await ctx.emit(ev.Status(aborted.outcome, aborted.text))
         await ctx.emit(ev.Finished(aborted.outcome, str(aborted)))
@@ -48,3 +53,19 @@ async def _prepare(ctx: DebateContext) -> None:
             await client.ensure_ready(on_status)
         except ProviderError as error:
             raise DebateAborted(str(error)) from error
+
+
+def human_turn(plan: TurnPlan) -> ev.AwaitingHuman:
+    """What a person's composer needs: the parts to write, each with its limit, and the task."""
+    parts = [
+        {
+            "label": p.label,
+            "chars": 0 if p.choices else p.chars + len(p.lead),  # a person writes the lead themselves
+            "lines": p.lines,
+            "choices": list(p.choices),
+            "tail": p.tail,  # after a choice: a half-sentence of reason
+        }
+        for p in (plan.form.parts if plan.form else ())
+    ]
+    prompt = plan.messages[-1]["content"] if plan.messages else ""
+    return ev.AwaitingHuman(plan.key, plan.round, plan.phase, plan.speaker.slug, plan.speaker.name, parts, prompt)

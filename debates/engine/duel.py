@@ -335,7 +335,8 @@ async def _run(ctx: DebateContext) -> None:
                 latest[speaker.slug],
             )
             result = await ctx.turn(turn)
-            if speaks_for(result.text, opponent, speaker):
+            # A model that loses its side writes again; a person says what they mean.
+            if speaks_for(result.text, opponent, speaker) and not ctx.is_human(speaker.slug):
                 # A small model loses its side: its own stance line argues the opponent's school.
                 if not result.replayed:
                     await ctx.warn(

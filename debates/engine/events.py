@@ -90,6 +90,20 @@ class Checkpoint(Event):
 
 
 @dataclass(frozen=True)
+class AwaitingHuman(Event):
+    """A person's turn: the run waits for what they write. `parts` are the labelled parts asked
+    for ({"label", "chars", "lines", "choices"}); `prompt` is what a model would have read."""
+
+    key: str
+    round: int
+    phase: str
+    speaker: str  # persona slug
+    speaker_name: str
+    parts: list[dict[str, Any]]
+    prompt: str
+
+
+@dataclass(frozen=True)
 class Report(Event):
     verdict_markdown: str
     transcript_markdown: str

@@ -61,6 +61,7 @@ def plan(
         exempt_from_cap=exempt,
         reserved=kind == "verdict",
         extra={"grammar": form.fit(budget).grammar()} if grammar else None,
+        form=form,
     )
 
 

@@ -32,6 +32,7 @@ from debates.providers.base import (
 
 if TYPE_CHECKING:
     from debates.engine.format import Format
+    from debates.engine.structure import Form
     from debates.search.base import SearchClient
 
 # (text) -> (text to keep, parsed data). Runs after streaming: may cut, must not raise.
@@ -72,6 +73,15 @@ class DebateAborted(Exception):
         self.outcome = outcome
 
 
+class AwaitingHuman(Exception):
+    """A person's turn has come and they have not written it: the run stops here and waits, in the
+    database, until they do (or the deadline hands the seat to a model, or passes it)."""
+
+    def __init__(self, plan: TurnPlan):
+        super().__init__(plan.key)
+        self.plan = plan
+
+
 class CapReached(Exception):
     """A turn was not started: the token cap has no room left for it. `done` holds the turns of
     the same parallel round that did run."""
@@ -97,6 +107,7 @@ class TurnPlan:
     exempt_from_cap: bool = False
     reserved: bool = False  # runs even when the cap is spent (a verdict: the report needs it)
     extra: dict[str, Any] | None = None  # request-body additions (a local server's grammar)
+    form: Form | None = None  # the labelled parts asked for (a person's composer shows them)
 
 
 @dataclass
@@ -200,6 +211,10 @@ class DebateContext:
     def client_for(self, key: str | None) -> LLMClient:
         return self.clients.get(key)
 
+    def is_human(self, slug: str) -> bool:
+        """A person sits in this persona's seat."""
+        return self.client_for(self.seat_client(slug)).awaits_human
+
     @property
     def parallel_capacity(self) -> int:
         return min(client.concurrency for client in self.clients.all())
@@ -256,6 +271,9 @@ class DebateContext:
 
     async def _call(self, plan: TurnPlan) -> TurnResult:
         client = self.client_for(plan.client)
+        if client.awaits_human and not client.answered(plan.key):
+            self.order.remove(plan.key)
+            raise AwaitingHuman(plan)
         async with client.limiter:
             # Checked once the turn has its slot: turns queued behind a one-at-a-time server are
             # checked when they would start, not when the round was planned.
@@ -270,7 +288,7 @@ class DebateContext:
                     plan.speaker.slug,
                     plan.speaker.name,
                     plan.messages,
-                    model=client.describe(),
+                    model=client.describe_for(plan.key),
                 )
             )
             started = time.monotonic()

@@ -103,6 +103,7 @@ class LLMClient:
       context_window  -- tokens the model accepts, when known
       supports_grammar -- whether `stream(..., extra={"grammar": GBNF})` constrains the reply
                          (llama.cpp's servers); elsewhere the field is ignored or refused
+      awaits_human    -- a person answers (`answered(key)` says whether they have yet)
     """
 
     name: str = "base"
@@ -111,6 +112,7 @@ class LLMClient:
     streams_usage: bool = False
     context_window: int | None = None
     supports_grammar: bool = False
+    awaits_human: bool = False  # a person's seat (`debates.providers.human`): may not be answered yet
 
     def __init__(self) -> None:
         self._limiters: dict[int, asyncio.Semaphore] = {}
@@ -146,3 +148,7 @@ class LLMClient:
 
     def describe(self) -> str:
         return f"{self.name}:{self.model}"
+
+    def describe_for(self, key: str | None) -> str:
+        """Who answers the turn `key` (a person's seat may hand a turn to a model)."""
+        return self.describe()

@@ -51,3 +51,19 @@ def verdict_markdown(report) -> str:
 def transcript_markdown(report, turns) -> str:
     """For pages, which show the ledger as a table."""
     return reports.transcript_markdown(report, turns, ledger=False)
+
+
+@register.filter
+def composer_fields(awaiting):
+    """The fields of a person's composer for the turn the debate waits for."""
+    from debates import human_turns
+
+    return human_turns.fields(awaiting or {})
+
+
+@register.filter
+def iso_time(value):
+    """A stored ISO time (a person's deadline) as a datetime, or None."""
+    from django.utils.dateparse import parse_datetime
+
+    return parse_datetime(value) if isinstance(value, str) else None

@@ -148,7 +148,16 @@
     if (wasFollowing && streaming()) follow();
     showJump();
   });
+  // A person's deadline: minutes and seconds left, ticking (the server decides when it is over).
+  function updateDeadline() {
+    var out = document.querySelector("[data-deadline]");
+    if (!out) return;
+    var seconds = Math.max(0, Math.round((Date.parse(out.getAttribute("datetime")) - Date.now()) / 1000));
+    out.textContent = Math.floor(seconds / 60) + ":" + pad(seconds % 60);
+  }
+
   updateTitle();
   updateElapsed();
-  setInterval(updateElapsed, 1000);
+  updateDeadline();
+  setInterval(function () { updateElapsed(); updateDeadline(); }, 1000);
 })();

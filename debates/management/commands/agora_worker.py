@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from django_tasks_db.management.commands.db_worker import Worker
 
-from debates import leases, tasks
+from debates import control, leases, tasks
 from debates.runner import debate_loop
 
 log = logging.getLogger("debates.worker")
@@ -87,6 +87,7 @@ class Command(BaseCommand):
                 close_old_connections()
                 for pk in leases.reclaim_stale(tasks.requeue):
                     log.warning("debate %s: its runner went silent; queued again to resume", pk)
+                control.expire_human_turns()  # a person's missed deadline hands the turn on
             except Exception:  # the watchdog must outlive a database hiccup
                 log.exception("watchdog pass failed")
 
