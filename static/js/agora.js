@@ -156,6 +156,15 @@
     out.textContent = Math.floor(seconds / 60) + ":" + pad(seconds % 60);
   }
 
+  // A person's composer is for the person in the seat; the others read who is awaited.
+  function showComposer() {
+    document.querySelectorAll("#composer").forEach(function (form) {
+      form.hidden = form.getAttribute("data-seat") !== live.getAttribute("data-user");
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", showComposer);
+
+  showComposer();
   updateTitle();
   updateElapsed();
   updateDeadline();
