@@ -105,7 +105,24 @@ def clients_for(debate) -> ClientPool:
         key = seat_key(seat.provider, seat.model)
         if key and key not in others:
             others[key] = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
+    for override in debate.overrides.values():  # turns regenerated with another model
+        provider, model = override_provider(override), override.get("model", "")
+        key = seat_key(provider, model)
+        if key and key not in others:
+            others[key] = provider_client(provider, model) if provider else default_client(model)
     return ClientPool(default, others)
+
+
+def override_provider(override: dict):
+    from debates.models import Provider
+
+    name = override.get("provider") or ""
+    return Provider.objects.filter(name=name).first() if name else None
+
+
+def override_key(override: dict) -> str | None:
+    """The client key a regenerated turn uses (None: its seat's own)."""
+    return seat_key(override_provider(override), override.get("model", ""))
 
 
 async def close(pool: ClientPool | None) -> None:

@@ -152,6 +152,21 @@ class Debate(models.Model):
     # empty when none), and what people wrote, by turn key ({"text", "by", "at"} or {"stand_in"}).
     awaiting = models.JSONField(default=dict, blank=True)
     human_inputs = models.JSONField(default=dict, blank=True)
+    # Turns regenerated with another model or instruction: {turn key: {"provider", "model", "instruction"}}.
+    overrides = models.JSONField(default=dict, blank=True)
+    # Where this debate branched off: a fork of another at one of its turns, or its side-swapped re-run.
+    forked_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks", verbose_name=_("forked from")
+    )
+    forked_at = models.CharField(_("forked at turn"), max_length=120, blank=True)
+    swap_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="swaps",
+        verbose_name=_("sides swapped of"),
+    )
     # Research: whether the debate may search, and with which provider (none: the environment's).
     research = models.BooleanField(_("research"), default=False)
     search_provider = models.ForeignKey(

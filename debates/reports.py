@@ -27,6 +27,12 @@ def transcript_markdown(report, turns, *, ledger: bool = True) -> str:
 
 
 def report_turns(report, turns) -> list[dict]:
-    """The report's turns (in its order) with their text, from the debate's rows."""
-    texts = {t.key: t.text for t in turns if not isinstance(t, dict)}
-    return [{**t, "text": texts.get(t["key"], "")} for t in report.data.get("turns", [])]
+    """The report's turns (in its order) with their text, from the debate's rows; a regenerated
+    or retried turn carries its earlier attempts (every attempt is in the exports)."""
+    rows = {t.key: t for t in turns if not isinstance(t, dict)}
+    out = []
+    for t in report.data.get("turns", []):
+        row = rows.get(t["key"])
+        earlier = [h for h in (row.history if row else []) if h.get("text")]
+        out.append({**t, "text": row.text if row else "", "earlier": [h["text"] for h in earlier]})
+    return out

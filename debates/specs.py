@@ -95,6 +95,10 @@ def debate_spec(debate: Debate) -> DebateSpec:
         library=library_spec(fmt, [s.persona for s in seats]),
         completed=completed,
         checkpoint_reply=debate.checkpoint_reply,
+        overrides={
+            key: {"client": clients.override_key(o), "instruction": o.get("instruction", "")}
+            for key, o in debate.overrides.items()
+        },
         turn_deadline=settings.AGORA_TURN_DEADLINE,
         translate=translator(question_language(debate.question)),
     )

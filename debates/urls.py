@@ -20,5 +20,8 @@ urlpatterns = [
     path("debates/<int:pk>/checkpoint/", views.checkpoint, name="checkpoint"),
     path("debates/<int:pk>/share/", views.share, name="share"),
     path("debates/<int:pk>/speak/", views.speak, name="speak"),
+    path("debates/<int:pk>/regenerate/", views.regenerate, name="regenerate"),
+    path("debates/<int:pk>/fork/", views.fork, name="fork"),
+    path("debates/<int:pk>/swap/", views.swap, name="swap"),
     path("debates/<int:pk>/turns/<int:turn_pk>/retry/", views.retry_turn, name="retry_turn"),
 ]

@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import charts, consumers, control, frames, human_turns, table_change
+from debates import branches, charts, consumers, control, frames, human_turns, table_change
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
@@ -212,8 +212,55 @@ def report(request, pk):
         positions_chart=charts.positions(data),
         ledger_chart=charts.ledger(data, snap.debate.token_cap),
         research=_research_line(data),
+        branch=_branch_context(request, snap.debate),
     )
     return render(request, "debates/report.html", context)
+
+
+def _branch_context(request, debate: Debate) -> dict:
+    """What the report page offers its owner to take the debate further, and its relatives."""
+    turns = [t for t in debate.turns.all() if t.state == Turn.State.DONE and t.phase != "search"]
+    swaps = list(debate.swaps.all()) + ([debate.swap_of] if debate.swap_of else [])
+    return {
+        "controls": can_control(request.user, debate) and not debate.is_active and bool(turns),
+        "turns": turns,
+        "swappable": branches.swappable(debate),
+        "forked_from": debate.forked_from,
+        "forks": list(debate.forks.all()),
+        "swaps": swaps,
+        "comparison": comparison(debate, swaps[0]) if swaps else None,
+    }
+
+
+def comparison(debate: Debate, other: Debate) -> list[dict]:
+    """The two runs of a swap side by side: each persona's side and last summary in both, and
+    whether its conclusion moved with its side (it followed the side, not the argument)."""
+    from debates.engine.text import similarity
+
+    def last(d: Debate) -> dict[str, tuple[str, str]]:
+        sides = {s.persona.slug: s.position or f"#{s.order + 1}" for s in d.seats.select_related("persona")}
+        said = {}
+        for t in d.turns.filter(state=Turn.State.DONE).exclude(summary=""):
+            if t.speaker_slug in sides:
+                said[t.speaker_slug] = (t.speaker_name, t.summary)
+        return {slug: (*said.get(slug, ("", "")), side) for slug, side in sides.items()}
+
+    mine, theirs = last(debate), last(other)
+    rows = []
+    for slug, (name, summary, side) in mine.items():
+        other_name, other_summary, other_side = theirs.get(slug, ("", "", ""))
+        moved = bool(summary and other_summary) and similarity(summary, other_summary) < 0.35
+        rows.append(
+            {
+                "name": name or other_name or slug,
+                "side": side,
+                "summary": summary,
+                "other_side": other_side,
+                "other_summary": other_summary,
+                "moved": moved,
+            }
+        )
+    return rows
 
 
 def _research_line(data: dict) -> str:
@@ -391,6 +438,57 @@ def checkpoint(request, pk):
             addition = request.POST.get("addition", "")[:5000]
             _start_within_limit(request, debate, prepare=seat_newcomers, checkpoint_reply=addition, **changes)
     return _back(request, debate)
+
+
+@require_POST
+def regenerate(request, pk):
+    """Write one finished turn again; the turns after it kept (marked) or written again too."""
+    debate = _controlled(request, pk)
+    turn = Turn.objects.filter(debate=debate, pk=request.POST.get("turn") or 0).first()
+    if turn is None:
+        raise Http404(_("No such turn."))
+    try:
+        branches.regenerate(
+            debate,
+            turn,
+            model=request.POST.get("model", "")[:200],
+            instruction=request.POST.get("instruction", ""),
+            rerun_after=request.POST.get("after") == "rerun",
+        )
+    except branches.BranchError as error:
+        messages.error(request, str(error))
+    except RunningLimitReached as refusal:
+        messages.error(request, str(refusal))
+    return redirect(debate)
+
+
+@require_POST
+def fork(request, pk):
+    """A new debate with this one's turns up to the chosen one, then its own continuation."""
+    debate = _controlled(request, pk)
+    turn = Turn.objects.filter(debate=debate, pk=request.POST.get("turn") or 0).first()
+    if turn is None:
+        raise Http404(_("No such turn."))
+    try:
+        new = branches.fork(
+            debate, turn, request.user, model=request.POST.get("model", "")[:200], facts=request.POST.get("facts", "")
+        )
+    except (branches.BranchError, RunningLimitReached) as error:
+        messages.error(request, str(error))
+        return redirect("debates:report", pk=debate.pk)
+    return redirect(new)
+
+
+@require_POST
+def swap(request, pk):
+    """The same debate again with the sides exchanged."""
+    debate = _controlled(request, pk)
+    try:
+        new = branches.swap(debate, request.user)
+    except (branches.BranchError, RunningLimitReached) as error:
+        messages.error(request, str(error))
+        return redirect("debates:report", pk=debate.pk)
+    return redirect(new)
 
 
 @require_POST

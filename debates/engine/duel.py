@@ -425,6 +425,7 @@ class Duel(Format):
         "Two masters argue in turns; each turn is a fresh call that sees only the other's summary."
     )
     Options = DuelOptions
+    sides = "order"
     seating = Seating(count=(2, 2))
     rounds = Rounds(user_sets=True, default=DEFAULT_ROUNDS, maximum=MAX_ROUNDS)
     tokens = {"speech": 420, "close": 700}

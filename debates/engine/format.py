@@ -85,6 +85,8 @@ class Format:
     phase_titles: ClassVar[dict[str, str]] = {}  # the transcript's heading for each of its phases
     parallel_phases: ClassVar[frozenset[str]] = frozenset()  # phases whose turns run at once
     researches: ClassVar[bool] = False  # may search the web for its evidence pack (a search provider)
+    # What "swap sides" exchanges: "order" (who opens), "positions" (for and against), "" (nothing).
+    sides: ClassVar[str] = ""
 
     # -- what the start form and the runner ask -----------------------------------------------
 

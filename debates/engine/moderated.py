@@ -382,6 +382,7 @@ class Moderated(Format):
         "A neutral moderator runs personas round-robin, for and against, or free-form, and ends on a fixed verdict."
     )
     Options = ModeratedOptions
+    sides = "positions"
     researches = True
     seating = Seating(count=(2, 8), host_kind="moderator")
     modes = (

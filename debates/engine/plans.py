@@ -36,6 +36,9 @@ def plan(
     model might start writing (the turn stops there); `stop` replaces the default stop strings.
     `form`, the labelled parts `output` asks for, is sent as a grammar to a client that takes one
     (the local model), so its reply has them all, in order and within the turn's budget."""
+    override = ctx.spec.overrides.get(key, {})  # a turn regenerated with another model or instruction
+    if override.get("instruction"):
+        rules = [*rules, f"重写要求（用户给出）：{override['instruction']}"]
     decorator = TaskDecorator(
         topic=ctx.spec.question,
         facts=ctx.facts_for(round_no),
@@ -44,7 +47,7 @@ def plan(
         rules=list(rules),
     )
     budget = max_tokens or ctx.max_tokens(kind)
-    client = ctx.seat_client(speaker.slug)
+    client = override.get("client") or ctx.seat_client(speaker.slug)
     grammar = form is not None and ctx.client_for(client).supports_grammar
 
     return TurnPlan(

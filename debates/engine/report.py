@@ -194,6 +194,9 @@ def render_transcript(
         body = [heading, (turn.get("text") or "").strip()]
         if turn.get("summary"):
             body.append(f"*{translate('Summary')}*: {turn['summary']}")
+        for n, attempt in enumerate(turn.get("earlier") or [], start=1):
+            quoted = "\n".join(f"> {line}" for line in attempt.strip().splitlines())
+            body.append(f"*{translate('Earlier attempt %(n)d') % {'n': n}}*:\n\n{quoted}")
         parts.append("\n\n".join(body))
     if not ledger:
         return "\n\n".join(parts) + "\n"
@@ -236,6 +239,7 @@ _WORDS = (
     gettext_noop("(partly estimated)"),
     gettext_noop("cap %(cap)d"),
     gettext_noop("Token ledger"),
+    gettext_noop("Earlier attempt %(n)d"),
     gettext_noop("search: %(query)s"),
     gettext_noop("cited %(count)d×"),
     gettext_noop("Citations that do not hold"),

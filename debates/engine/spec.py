@@ -135,6 +135,8 @@ class DebateSpec:
     # Resume state: finished turns by key, and the user's answer at the roundtable checkpoint.
     completed: dict[str, CompletedTurn] = field(default_factory=dict)
     checkpoint_reply: str | None = None
+    # Turns the user regenerates differently: {turn key: {"client": key or None, "instruction": str}}
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The longest one turn may take, start to end (seconds; None: no limit). Set by the operator.
     turn_deadline: float | None = None
     # Renders the engine's msgids in the debate's own language (the report's Markdown; its
