@@ -368,6 +368,14 @@ class DebateForm(forms.Form):
             self.add_error(field if field in self.fields else None, problem.render(gettext))
         mode = fmt.mode(getattr(data["options"], "mode", ""))
         data["human_seats"] = [p.slug for p in personas if self.data.get(human_field(p.slug))]
+        chosen = {p.slug for p in personas}
+        unseated = [k.removeprefix("human-") for k in self.data if k.startswith("human-") and self.data.get(k)]
+        unseated = [slug for slug in unseated if slug not in chosen]
+        if unseated:
+            names = ", ".join(strip_invisible(p.name) for p in Persona.objects.filter(slug__in=unseated))
+            self.add_error(
+                "personas", _("You chose to take %(names)s's seat: tick the persona too.") % {"names": names}
+            )
         data["position_map"] = self._read_positions(mode, personas)
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         return data

@@ -4,6 +4,7 @@ once and streamed on; the deadline hands the turn on."""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 
@@ -68,8 +69,8 @@ async def test_the_person_writes_their_turn_once_and_the_debate_runs_on(librarie
     response = await sync_to_async(me.post)(
         f"/debates/{debate.pk}/speak/", parts(body=too_long), HTTP_HX_REQUEST="true"
     )
-    html = response.content.decode()
-    assert response.status_code == 200 and too_long in html and "308 characters; at most 307." in html
+    page_html = response.content.decode()
+    assert response.status_code == 200 and too_long in page_html and "308 characters; at most 307." in page_html
     assert (await Debate.objects.aget(pk=debate.pk)).human_inputs == {}
 
     # Someone else may not write it.
@@ -114,6 +115,15 @@ async def test_the_start_form_keeps_the_seat_choice_when_it_comes_back(libraries
     response = await sync_to_async(me.post)(
         "/debates/new/", {"topic": "", "format": "duel", "personas": ["huineng", "yinguang"], "human-yinguang": "1"}
     )
-    html = response.content.decode()
-    assert re.search(r'name="human-yinguang" value="1" checked', html)
-    assert not re.search(r'name="human-huineng" value="1" checked', html)
+    page_html = response.content.decode()
+    assert re.search(r'name="human-yinguang" value="1" checked', page_html)
+    assert not re.search(r'name="human-huineng" value="1" checked', page_html)
+
+
+async def test_taking_a_seat_without_its_persona_is_said_beside_the_personas(libraries, alice, no_runs):
+    me = await client_for(alice)
+    response = await sync_to_async(me.post)(
+        "/debates/new/", {"topic": QUESTION, "format": "duel", "personas": ["huineng", "yinguang"], "human-ouyi": "1"}
+    )
+    assert "You chose to take 蕅益大师's seat: tick the persona too." in html.unescape(response.content.decode())
+    assert not await Debate.objects.aexists()
