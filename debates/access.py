@@ -4,6 +4,7 @@
 - Holders of the `debates.view_all_debates` permission (and superusers) see every debate and
   control the ownerless ones (started at the terminal); being staff alone grants nothing.
 - A visitor with the owner's current share link sees it, read-only, while it is shared.
+- A person the owner seated at the table (invited by name) sees it, and writes their own turns.
 Everyone else gets a 404, over HTTP, exports and the WebSocket alike, so a private debate's
 existence is not revealed either.
 
@@ -42,8 +43,15 @@ def by_share(debate: Debate, share_token: str | None = None, grants=None) -> boo
     return bool(grants) and grants.get(str(debate.pk)) == debate.share_token
 
 
+def seated(user, debate: Debate) -> bool:
+    """A person the owner seated at the table (they write that seat's turns)."""
+    return _signed_in(user) and debate.seats.filter(human_id=user.pk).exists()
+
+
 def can_view(user, debate: Debate, share_token: str | None = None, grants=None) -> bool:
-    return is_owner(user, debate) or sees_everything(user) or by_share(debate, share_token, grants)
+    return (
+        is_owner(user, debate) or sees_everything(user) or by_share(debate, share_token, grants) or seated(user, debate)
+    )
 
 
 def can_control(user, debate: Debate) -> bool:
@@ -59,7 +67,7 @@ def visible_debates(user) -> QuerySet:
     if sees_everything(user):
         return debates
     if _signed_in(user):
-        return debates.filter(Q(owner=user))
+        return debates.filter(Q(owner=user) | Q(seats__human=user)).distinct()
     return debates.none()
 
 

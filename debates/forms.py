@@ -41,6 +41,11 @@ def human_field(slug: str) -> str:
     return f"human-{slug}"
 
 
+def invite_field(slug: str) -> str:
+    """The text field on a persona's card naming the user invited to take its seat."""
+    return f"invite-{slug}"
+
+
 def position_field(slug: str) -> str:
     """The form field that carries one seat's side (radio buttons on its persona card)."""
     return f"position-{slug}"
@@ -368,6 +373,7 @@ class DebateForm(forms.Form):
             self.add_error(field if field in self.fields else None, problem.render(gettext))
         mode = fmt.mode(getattr(data["options"], "mode", ""))
         data["human_seats"] = [p.slug for p in personas if self.data.get(human_field(p.slug))]
+        data["invites"] = self._read_invites(personas)
         chosen = {p.slug for p in personas}
         unseated = [k.removeprefix("human-") for k in self.data if k.startswith("human-") and self.data.get(k)]
         unseated = [slug for slug in unseated if slug not in chosen]
@@ -384,6 +390,28 @@ class DebateForm(forms.Form):
         """The form's values for the options this format takes (others are not its business)."""
         names = fmt.Options.names() & set(self.fields)
         return {name: data[name] for name in names if data.get(name) not in (None, "", False)}
+
+    def _read_invites(self, personas) -> dict:
+        """Seats given to another signed-in user, by their user name (they open the debate's
+        link, signed in, and write that seat's turns)."""
+        from django.contrib.auth import get_user_model
+
+        invites, missing = {}, []
+        for persona in personas:
+            name = str(self.data.get(invite_field(persona.slug), "")).strip()[:150]
+            if not name:
+                continue
+            user = get_user_model().objects.filter(username=name, is_active=True).first()
+            if user is None:
+                missing.append(name)
+            else:
+                invites[persona.slug] = user
+        if missing:
+            self.add_error(
+                "personas",
+                _("No user named %(names)s: invite someone with an account.") % {"names": ", ".join(missing)},
+            )
+        return invites
 
     def _read_positions(self, mode, personas) -> dict[str, str]:
         """Each seat's side, from the radio buttons on its card, for a mode that assigns sides."""
@@ -446,7 +474,8 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
             position=data["position_map"].get(persona.slug, ""),
             provider=provider,
             model=model,
-            human=owner if persona.slug in data.get("human_seats", ()) else None,
+            human=data.get("invites", {}).get(persona.slug)
+            or (owner if persona.slug in data.get("human_seats", ()) else None),
             stand_in=data.get("stand_in") or "llm",
         )
     return debate
@@ -486,6 +515,7 @@ class Card:
     chosen: bool = False
     side: str = ""
     human: bool = False  # the person starting the debate takes this seat
+    invite: str = ""  # or another user, by name
 
     @property
     def position_field(self) -> str:
@@ -494,6 +524,10 @@ class Card:
     @property
     def human_field(self) -> str:
         return human_field(self.slug)
+
+    @property
+    def invite_field(self) -> str:
+        return invite_field(self.slug)
 
 
 @dataclass
@@ -548,6 +582,7 @@ def format_part(form: DebateForm) -> FormatPart:
                 chosen=p.slug in chosen,
                 side="" if fresh else str(form.data.get(position_field(p.slug), "")),
                 human=not fresh and bool(form.data.get(human_field(p.slug))),
+                invite="" if fresh else str(form.data.get(invite_field(p.slug), ""))[:150],
             )
             for p in debaters
         ]

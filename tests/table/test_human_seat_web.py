@@ -127,3 +127,29 @@ async def test_taking_a_seat_without_its_persona_is_said_beside_the_personas(lib
     )
     assert "You chose to take 蕅益大师's seat: tick the persona too." in html.unescape(response.content.decode())
     assert not await Debate.objects.aexists()
+
+
+async def test_an_invited_user_sees_the_debate_and_writes_their_seats_turn(libraries, fast_llm, alice, bob, no_runs):
+    owner = await client_for(alice)
+    missing = await sync_to_async(owner.post)(
+        "/debates/new/",
+        {"topic": QUESTION, "format": "duel", "personas": ["huineng", "yinguang"], "invite-yinguang": "nobody"},
+    )
+    assert "No user named nobody" in missing.content.decode() and not await Debate.objects.aexists()
+
+    debate = await start_with_me(owner, **{"human-yinguang": "", "invite-yinguang": "bob", "rounds": "1"})
+    seat = await Seat.objects.aget(debate=debate, persona__slug="yinguang")
+    assert seat.human_id == bob.pk
+    assert await runner.execute(debate.pk) == "waiting"
+    guest = await client_for(bob)
+    page = (await sync_to_async(guest.get)(f"/debates/{debate.pk}/")).content.decode()
+    assert f'data-user="{bob.pk}"' in page and f'data-seat="{bob.pk}"' in page  # the composer is his
+    assert "Waiting for bob to speak as 印光大师" in page
+    home = (await sync_to_async(guest.get)("/")).content.decode()
+    assert f"/debates/{debate.pk}/" in home  # listed among his debates
+    assert (await sync_to_async(owner.post)(f"/debates/{debate.pk}/speak/", parts())).status_code == 404
+    assert (await sync_to_async(guest.post)(f"/debates/{debate.pk}/stop/")).status_code == 404  # his seat only
+    await sync_to_async(guest.post)(f"/debates/{debate.pk}/speak/", parts())
+    assert await runner.execute(debate.pk) == "done"
+    turn = await (await Debate.objects.aget(pk=debate.pk)).turns.aget(key="duel:1:yinguang")
+    assert turn.model == "human · bob" and turn.text.startswith("正文：念佛一门")
