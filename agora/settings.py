@@ -260,3 +260,6 @@ AGORA_UPLOAD_MAX_BYTES = int(os.environ.get("AGORA_UPLOAD_MAX_BYTES", str(5 * 10
 # A person at the table has this many seconds to write their turn; then a model speaks for them or
 # the turn passes, as the start form chose.
 AGORA_HUMAN_DEADLINE = float(os.environ.get("AGORA_HUMAN_DEADLINE", "600"))
+# USD per million input and output tokens of the default provider ("0.27,1.1"), when the offline
+# price table (genai-prices) does not know its model; Provider rows carry their own in the admin.
+AGORA_PRICE_PER_MTOK = os.environ.get("AGORA_PRICE_PER_MTOK", "")

@@ -24,6 +24,16 @@ class ProviderAdmin(admin.ModelAdmin):
                 "description": _("The key itself stays in the server's environment; name the variable that holds it."),
             },
         ),
+        (
+            _("Prices"),
+            {
+                "fields": ("input_price", "output_price"),
+                "description": _(
+                    "USD per million tokens. Empty: the built-in price table's, where it knows the model "
+                    "(genai-prices); otherwise the money is shown as unknown."
+                ),
+            },
+        ),
     )
 
     @admin.display(description=_("models"))

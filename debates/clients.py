@@ -12,7 +12,7 @@ import threading
 
 from django.conf import settings
 
-from debates import provider_keys
+from debates import prices, provider_keys
 from debates.engine.turns import ClientPool
 from debates.providers.base import LLMClient, ProviderUnavailable
 from debates.providers.human import HumanClient
@@ -30,22 +30,31 @@ def local_client() -> LLMClient:
 
     with _local_lock:
         if not _local:
-            _local.append(LocalModelClient(cache_dir=settings.AGORA_CACHE_DIR))
+            made = LocalModelClient(cache_dir=settings.AGORA_CACHE_DIR)
+            made.price = prices.FREE  # runs here: no money per token
+            _local.append(made)
         return _local[0]
+
+
+def _priced(client: LLMClient, price) -> LLMClient:
+    client.price = price.pair if price is not None else None
+    return client
 
 
 def default_client(model: str = "") -> LLMClient:
     if settings.OPENAI_BASE_URL:
-        return OpenAICompatibleClient(
+        model = model or settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL
+        made = OpenAICompatibleClient(
             settings.OPENAI_BASE_URL,
             os.environ.get("OPENAI_API_KEY"),
-            model or settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL,
+            model,
             name="default",
             concurrency=settings.AGORA_PROVIDER_CONCURRENCY,
             timeout=settings.AGORA_PROVIDER_TIMEOUT,
             max_retries=settings.AGORA_PROVIDER_RETRIES,
             backoff_base=settings.AGORA_PROVIDER_BACKOFF,
         )
+        return _priced(made, prices.for_default(model))
     return local_client()
 
 
@@ -68,7 +77,7 @@ def provider_client(provider, model: str = "") -> LLMClient:
     key, refused = provider_keys.read(provider.api_key_env, provider.base_url)
     if refused:
         return RefusedClient(provider.name, refused)
-    return OpenAICompatibleClient(
+    made = OpenAICompatibleClient(
         provider.base_url,
         key,
         model or provider.default_model,
@@ -79,6 +88,7 @@ def provider_client(provider, model: str = "") -> LLMClient:
         backoff_base=settings.AGORA_PROVIDER_BACKOFF,
         key_env=provider.api_key_env or "OPENAI_API_KEY",
     )
+    return _priced(made, prices.for_provider(provider, model))
 
 
 def seat_key(provider, model: str) -> str | None:

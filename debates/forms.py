@@ -211,6 +211,15 @@ class DebateForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "provider-models", "autocomplete": "off"}),
         help_text=_("Empty: the provider's default model. The list shows the models each provider offers."),
     )
+    money_budget = forms.FloatField(
+        label=_("Money budget (USD)"),
+        required=False,
+        min_value=0.0001,
+        help_text=_(
+            "Empty: no limit. Once the debate has cost this much no new turn starts (a verdict still does). "
+            "Prices come from the provider's settings or a built-in table; the local model is free."
+        ),
+    )
     seat_models = forms.CharField(
         label=_("Per-seat models"),
         required=False,
@@ -221,7 +230,7 @@ class DebateForm(forms.Form):
 
     # The form fields that set a format's own options (those not every format takes), shown only
     # for a format whose `Options` has them; rounds and mode have their own places on the page.
-    PLACED_ELSEWHERE = {"rounds", "mode", "evidence", "user_context", "documents", "research"}
+    PLACED_ELSEWHERE = {"rounds", "mode", "evidence", "user_context", "documents", "research", "money_budget"}
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
@@ -601,7 +610,7 @@ def format_part(form: DebateForm) -> FormatPart:
             low, high = protocol[f"{name}_range"]
             field.widget.attrs.update({"min": low, "max": high})
     shown = {"topic", "format", "personas", "evidence", "documents", "user_context", "provider", "model", "seat_models"}
-    shown |= {"stand_in"}
+    shown |= {"stand_in", "money_budget"}
     shown |= {*options, *(["search"] if fmt.researches else [])}
     if fmt.modes:
         shown.add("mode")

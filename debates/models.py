@@ -36,6 +36,13 @@ class Provider(models.Model):
     timeout = models.PositiveIntegerField(_("timeout (s)"), default=120)
     # What the server said it offers, the last time someone fetched it (the start form offers these).
     offered_models = models.JSONField(_("models offered"), default=list, blank=True)
+    # USD per million tokens; empty: the offline price table's, where it knows the model.
+    input_price = models.DecimalField(
+        _("input price (USD per million tokens)"), max_digits=10, decimal_places=4, null=True, blank=True
+    )
+    output_price = models.DecimalField(
+        _("output price (USD per million tokens)"), max_digits=10, decimal_places=4, null=True, blank=True
+    )
     models_fetched_at = models.DateTimeField(_("models fetched at"), null=True, blank=True)
 
     class Meta:
@@ -181,6 +188,8 @@ class Debate(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     tokens_estimated = models.BooleanField(default=False)
     token_cap = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.FloatField(_("cost (USD)"), default=0.0)  # every attempt of every turn
+    cost_unknown = models.BooleanField(default=False)  # some turn's model has no known price
     rounds_planned = models.PositiveSmallIntegerField(null=True, blank=True)
     seq = models.PositiveBigIntegerField(default=0, help_text="Numbers every visible change, for catch-up.")
     shared = models.BooleanField(_("shared by link"), default=False)
@@ -276,6 +285,7 @@ class Turn(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     usage_estimated = models.BooleanField(default=False)
+    cost = models.FloatField(null=True, blank=True)  # USD of this attempt; None: the price is unknown
     latency = models.FloatField(null=True, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

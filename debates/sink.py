@@ -64,6 +64,7 @@ def attempt_record(turn: Turn) -> dict:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "estimated": True,
+        "cost": turn.cost,
     }
 
 
@@ -266,6 +267,7 @@ class DjangoSink:
             "prompt_tokens": 0,
             "completion_tokens": 0,
             "usage_estimated": False,
+            "cost": 0.0,
         }
         existing = Turn.objects.filter(debate_id=self.debate_id, key=event.key).first()
         if existing:
@@ -294,6 +296,7 @@ class DjangoSink:
             completion_tokens=event.completion_tokens,
             usage_estimated=event.usage_estimated,
             latency=event.latency,
+            cost=event.cost,
             finished_at=timezone.now(),
         )
         self.texts.pop(event.key, None)
@@ -309,6 +312,7 @@ class DjangoSink:
             prompt_tokens=event.prompt_tokens,
             completion_tokens=event.completion_tokens,
             usage_estimated=True,
+            cost=event.cost,
             finished_at=timezone.now(),
         )
         self.texts.pop(event.key, None)
@@ -317,17 +321,32 @@ class DjangoSink:
         return lambda: frames.turn(turn, new=False) + frames.status(debate)
 
     def _totals(self) -> dict:
-        """Every call paid for: each turn's last attempt plus the earlier attempts in its history."""
+        """Every call paid for: each turn's last attempt plus the earlier attempts in its history,
+        in tokens and in money (unknown where a model's price is)."""
         prompt = completion = 0
-        estimated = False
+        money, unknown, estimated = 0.0, False, False
         rows = Turn.objects.filter(debate_id=self.debate_id).values_list(
-            "prompt_tokens", "completion_tokens", "usage_estimated", "history"
+            "prompt_tokens", "completion_tokens", "usage_estimated", "history", "cost"
         )
-        for p, c, est, history in rows:
+        for p, c, est, history, cost in rows:
             prompt += p + sum(h.get("prompt_tokens", 0) for h in history)
             completion += c + sum(h.get("completion_tokens", 0) for h in history)
             estimated = estimated or est or bool(history)
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "tokens_estimated": estimated}
+            attempts = [
+                (p + c, cost),
+                *((h.get("prompt_tokens", 0) + h.get("completion_tokens", 0), h.get("cost", 0.0)) for h in history),
+            ]
+            for tokens, paid in attempts:
+                if paid is None and tokens:
+                    unknown = True
+                money += paid or 0.0
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "tokens_estimated": estimated,
+            "cost": round(money, 8),
+            "cost_unknown": unknown,
+        }
 
     def _on_Warning(self, event: ev.Warning) -> str:  # noqa: N802
         debate = Debate.objects.get(pk=self.debate_id)

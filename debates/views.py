@@ -93,7 +93,7 @@ def _start_page(request, form: DebateForm) -> dict:
         "form": form,
         "part": part,
         "suggestion": _suggestion_html(request, part.fmt, topic, mode) if topic.strip() else "",
-        "advanced": [form["provider"], form["model"], form["seat_models"]],
+        "advanced": [form["provider"], form["model"], form["seat_models"], form["money_budget"]],
         "providers": [p for p in Provider.objects.all() if p.offered_models],
         "max_topic": MAX_TOPIC,
         # Counted as the page's script counts: code points, a line break as one.
@@ -316,6 +316,8 @@ def export_json(request, pk):
             "completion": debate.completion_tokens,
             "estimated": debate.tokens_estimated,
             "cap": debate.token_cap,
+            "cost_usd": debate.cost,
+            "cost_unknown": debate.cost_unknown,
         },
         "seats": [
             {"persona": s.persona.slug, "name": s.persona.name, "position": s.position, "model": s.model}
@@ -335,6 +337,7 @@ def export_json(request, pk):
                 "prompt_tokens": t.prompt_tokens,
                 "completion_tokens": t.completion_tokens,
                 "usage_estimated": t.usage_estimated,
+                "cost_usd": t.cost,
                 "model": t.model,
                 "messages": t.messages,
                 "data": t.data,

@@ -5,12 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def money(price: tuple[float, float] | None, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD of one call at `price` (USD per million input / output tokens); None when unknown."""
+    if price is None:
+        return None
+    return round((prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000, 8)
+
+
 @dataclass
 class LedgerEntry:
     key: str
     prompt_tokens: int
     completion_tokens: int
     estimated: bool = False
+    cost: float | None = 0.0  # USD; None: a call whose price is unknown
 
     @property
     def total(self) -> int:
@@ -25,6 +33,7 @@ class Ledger:
 
     def __init__(self, cap: int | None = None) -> None:
         self.cap = cap
+        self.money_cap: float | None = None  # USD: past it no turn but a reserved one starts
         self.reserve = 0
         self.entries: dict[str, LedgerEntry] = {}
         self.exempt: set[str] = set()
@@ -37,15 +46,16 @@ class Ledger:
         self.research["seconds"] = round(self.research["seconds"] + seconds, 2)
         self.research["fetched_tokens"] += fetched_tokens
 
-    def charge(self, key: str, prompt_tokens: int, completion_tokens: int, *, estimated=False, exempt=False):
+    def charge(self, key: str, prompt_tokens: int, completion_tokens: int, *, estimated=False, exempt=False, cost=0.0):
         # A key charged twice (a turn sent back once) accumulates: both calls were paid for.
         entry = self.entries.get(key)
         if entry is None:
-            self.entries[key] = LedgerEntry(key, prompt_tokens, completion_tokens, estimated)
+            self.entries[key] = LedgerEntry(key, prompt_tokens, completion_tokens, estimated, cost)
         else:
             entry.prompt_tokens += prompt_tokens
             entry.completion_tokens += completion_tokens
             entry.estimated = entry.estimated or estimated
+            entry.cost = None if entry.cost is None or cost is None else entry.cost + cost
         if exempt:
             self.exempt.add(key)
 
@@ -67,6 +77,16 @@ class Ledger:
         return sum(e.total for k, e in self.entries.items() if k not in self.exempt)
 
     @property
+    def money(self) -> float:
+        """USD of every call whose price is known."""
+        return round(sum(e.cost for e in self.entries.values() if e.cost), 8)
+
+    @property
+    def money_unknown(self) -> bool:
+        """Some call that cost tokens has no known price: the money is a lower bound."""
+        return any(e.cost is None and e.total for e in self.entries.values())
+
+    @property
     def estimated(self) -> bool:
         return any(e.estimated for e in self.entries.values())
 
@@ -76,8 +96,10 @@ class Ledger:
 
     @property
     def spent_for_rounds(self) -> bool:
-        """True once the turns that are not reserved may no longer start."""
-        return self.cap is not None and self.counted + self.reserve >= self.cap
+        """True once the turns that are not reserved may no longer start: the token cap (with the
+        verdict's reserve kept) or the money budget is spent."""
+        tokens = self.cap is not None and self.counted + self.reserve >= self.cap
+        return tokens or (self.money_cap is not None and self.money >= self.money_cap)
 
     def as_dict(self) -> dict:
         return {
@@ -88,9 +110,17 @@ class Ledger:
             "reserve": self.reserve,
             "counted_against_cap": self.counted,
             "estimated": self.estimated,
+            "cost": self.money,
+            "cost_unknown": self.money_unknown,
+            **({"money_cap": self.money_cap} if self.money_cap is not None else {}),
             **({"research": dict(self.research)} if self.research["searches"] else {}),
             "turns": {
-                k: {"prompt": e.prompt_tokens, "completion": e.completion_tokens, "estimated": e.estimated}
+                k: {
+                    "prompt": e.prompt_tokens,
+                    "completion": e.completion_tokens,
+                    "estimated": e.estimated,
+                    **({"cost": e.cost} if e.cost is not None else {}),  # absent: no known price
+                }
                 for k, e in self.entries.items()
             },
         }

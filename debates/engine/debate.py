@@ -7,8 +7,9 @@ import asyncio
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.engine.budget import Ledger
+from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.spec import DebateSpec
-from debates.engine.turns import AwaitingHuman, ClientPool, DebateAborted, DebateContext, TurnPlan
+from debates.engine.turns import AwaitingHuman, CapReached, ClientPool, DebateAborted, DebateContext, TurnPlan
 from debates.providers.base import ProviderError
 
 
@@ -20,10 +21,21 @@ async def run_debate(
     if not isinstance(spec.options, fmt.Options):  # e.g. the bare CommonOptions default
         spec.options = fmt.Options.from_dict(spec.options.as_dict())
     ctx = DebateContext(spec, fmt, clients, sink, ledger, research)
+    ctx.ledger.money_cap = spec.options.money_budget
     try:
         await _prepare(ctx)
         await ctx.emit(ev.Status("running"))
         outcome = await fmt.run(ctx) or "done"
+    except CapReached as stop:  # the money budget, in a format that has no cap of its own to handle
+        reason = text(
+            gettext_noop("The money budget of $%(budget)s was spent before %(turn)s: the debate stopped there."),
+            budget=f"{ctx.ledger.money_cap:g}",
+            turn=verbatim(stop.key),
+        )
+        await ctx.warn("money_budget", reason.msgid, **reason.params)
+        await ctx.emit(ev.Status("stopped", reason))
+        await ctx.emit(ev.Finished("stopped", str(reason)))
+        return "stopped"
     except AwaitingHuman as waiting:
         await ctx.emit(human_turn(waiting.plan))
         await ctx.emit(ev.Status("waiting"))

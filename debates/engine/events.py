@@ -65,6 +65,7 @@ class TurnFinished(Event):
     latency: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)  # parsed structure (stance, citations, …)
     replayed: bool = False  # True when taken from an earlier run on resume
+    cost: float | None = 0.0  # USD of this call; None: its model's price is unknown
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class TurnFailed(Event):
     partial_text: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost: float | None = 0.0
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,11 @@ def render_transcript(
         line += " " + translate("(partly estimated)")
     if ledger.get("cap"):
         line += " · " + translate("cap %(cap)d") % {"cap": ledger["cap"]}
+    if "cost" in ledger:
+        unknown = translate("(some prices unknown)") if ledger.get("cost_unknown") else ""
+        line += (
+            " · " + translate("cost $%(cost)s") % {"cost": f"{ledger['cost']:.4f}"} + (f" {unknown}" if unknown else "")
+        )
     if research := ledger.get("research"):
         line += "\n\n" + translate(RESEARCH_LINE) % research
     parts.append(f"## {translate('Token ledger')}\n\n{line}")
@@ -240,6 +245,8 @@ _WORDS = (
     gettext_noop("cap %(cap)d"),
     gettext_noop("Token ledger"),
     gettext_noop("Earlier attempt %(n)d"),
+    gettext_noop("cost $%(cost)s"),
+    gettext_noop("(some prices unknown)"),
     gettext_noop("search: %(query)s"),
     gettext_noop("cited %(count)d×"),
     gettext_noop("Citations that do not hold"),

@@ -101,6 +101,7 @@ class CommonOptions:
     documents: list[dict[str, Any]] = field(default_factory=list)
     user_context: str = ""  # what the user says about themselves and their constraints
     max_tokens: dict[str, int] = field(default_factory=dict)  # per turn kind overrides
+    money_budget: float | None = None  # USD: past it no turn starts but a verdict
     temperature: float | None = None
 
     @classmethod

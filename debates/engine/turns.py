@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from debates.engine import events as ev
-from debates.engine.budget import Ledger
+from debates.engine.budget import Ledger, money
 from debates.engine.evidence import pack_from_options
 from debates.engine.i18n import Text, gettext_noop, verbatim
 from debates.engine.i18n import text as message_text
@@ -241,8 +241,17 @@ class DebateContext:
             raise CapReached(next(o.key for o in outcomes if isinstance(o, CapReached)), done)
         return done
 
+    def _cost(self, plan: TurnPlan, prompt_tokens: int, completion_tokens: int) -> float | None:
+        return money(self.client_for(plan.client).price_for(plan.key), prompt_tokens, completion_tokens)
+
     async def _replay(self, plan: TurnPlan, done: CompletedTurn) -> TurnResult:
-        self.ledger.charge(plan.key, done.prompt_tokens, done.completion_tokens, exempt=plan.exempt_from_cap)
+        self.ledger.charge(
+            plan.key,
+            done.prompt_tokens,
+            done.completion_tokens,
+            exempt=plan.exempt_from_cap,
+            cost=self._cost(plan, done.prompt_tokens, done.completion_tokens),
+        )
         result = TurnResult(
             plan.key,
             plan.speaker,
@@ -356,12 +365,14 @@ class DebateContext:
                 tokens=meter.ceiling,
             )
         summary = summary_of(text, plan.summary_limit, self.spec.question)
+        cost = self._cost(plan, completion.prompt_tokens, completion.completion_tokens)
         self.ledger.charge(
             plan.key,
             completion.prompt_tokens,
             completion.completion_tokens,
             estimated=completion.usage_estimated,
             exempt=plan.exempt_from_cap,
+            cost=cost,
         )
         result = TurnResult(
             plan.key,
@@ -385,6 +396,7 @@ class DebateContext:
                 usage_estimated=completion.usage_estimated,
                 latency=latency,
                 data=data,
+                cost=cost,
             )
         )
         return result
@@ -392,8 +404,9 @@ class DebateContext:
     async def _fail(self, plan: TurnPlan, partial: str, reason: str) -> None:
         prompt_tokens = sum(estimate_tokens(m["content"]) for m in plan.messages)
         completion_tokens = estimate_tokens(partial)
-        self.ledger.charge(plan.key, prompt_tokens, completion_tokens, estimated=True)
-        await self.emit(ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens))
+        cost = self._cost(plan, prompt_tokens, completion_tokens)
+        self.ledger.charge(plan.key, prompt_tokens, completion_tokens, estimated=True, cost=cost)
+        await self.emit(ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens, cost))
 
 
 async def _close(stream) -> None:

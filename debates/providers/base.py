@@ -104,6 +104,7 @@ class LLMClient:
       supports_grammar -- whether `stream(..., extra={"grammar": GBNF})` constrains the reply
                          (llama.cpp's servers); elsewhere the field is ignored or refused
       awaits_human    -- a person answers (`answered(key)` says whether they have yet)
+      price           -- USD per million input and output tokens, when known (`debates.prices`)
     """
 
     name: str = "base"
@@ -113,6 +114,7 @@ class LLMClient:
     context_window: int | None = None
     supports_grammar: bool = False
     awaits_human: bool = False  # a person's seat (`debates.providers.human`): may not be answered yet
+    price: tuple[float, float] | None = None  # USD per million input / output tokens; None: unknown
 
     def __init__(self) -> None:
         self._limiters: dict[int, asyncio.Semaphore] = {}
@@ -152,3 +154,7 @@ class LLMClient:
     def describe_for(self, key: str | None) -> str:
         """Who answers the turn `key` (a person's seat may hand a turn to a model)."""
         return self.describe()
+
+    def price_for(self, key: str | None) -> tuple[float, float] | None:
+        """The price of the turn `key` (a person's seat costs nothing unless a model stands in)."""
+        return self.price

@@ -22,6 +22,7 @@ class HumanClient(LLMClient):
     awaits_human = True
     streams_usage = True  # a person costs no tokens: zero is exact, not an estimate
     concurrency = 8
+    price = (0.0, 0.0)  # a person's words cost nothing (a model standing in is priced as itself)
 
     def __init__(self, name: str, inputs: Mapping[str, Mapping], stand_in: LLMClient | None = None) -> None:
         """`inputs` maps a turn key to what the person gave: {"text": …}, or {"stand_in": "llm"}
@@ -42,6 +43,12 @@ class HumanClient(LLMClient):
         if given.get("stand_in") == "llm" and self.stand_in is not None:
             return f"{self.stand_in.describe()} (stands in for {self.name})"
         return self.describe()
+
+    def price_for(self, key: str | None) -> tuple[float, float] | None:
+        given = self.inputs.get(key) or {}
+        if given.get("stand_in") == "llm" and self.stand_in is not None:
+            return self.stand_in.price
+        return self.price
 
     def stream(self, messages: Sequence[Message], *, key: str | None = None, **kwargs) -> ChatStream:
         given = self.inputs[key]

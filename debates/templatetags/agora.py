@@ -67,3 +67,22 @@ def iso_time(value):
     from django.utils.dateparse import parse_datetime
 
     return parse_datetime(value) if isinstance(value, str) else None
+
+
+@register.filter
+def money(debate_or_cost, unknown=False):
+    """USD as a reader wants it: cents where they matter, more digits for fractions of a cent;
+    "≥" when some call's price is unknown (the figure is then what is known)."""
+    if hasattr(debate_or_cost, "cost"):
+        cost, unknown = debate_or_cost.cost or 0.0, debate_or_cost.cost_unknown
+    else:
+        cost = debate_or_cost
+    if cost is None:
+        return "?"
+    if not cost:
+        shown = "$0"
+    elif cost < 0.0001:
+        shown = "< $0.0001"
+    else:
+        shown = f"${cost:,.2f}" if cost >= 1 else "$" + f"{cost:.4f}".rstrip("0").rstrip(".")
+    return ("≥ " if unknown else "") + shown

@@ -1,0 +1,58 @@
+"""What a model's tokens cost: USD per million input and output tokens, for the money shown next to
+every token count and for a debate's money budget.
+
+Where a price comes from, first found wins: the Provider row's own prices (set in the admin), the
+environment's `AGORA_PRICE_PER_MTOK` for the default provider, the offline table of the
+`genai-prices` package (looked up by model name and the server's address), nothing (the money is
+then unknown, and said so). The bundled local model and a person cost nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+FREE = (0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float  # USD per million input tokens
+    output: float
+    source: str  # "admin" | "environment" | "genai-prices" | "local"
+
+    @property
+    def pair(self) -> tuple[float, float]:
+        return self.input, self.output
+
+
+def from_table(model: str, base_url: str = "") -> Price | None:
+    """The offline table's price for `model` (at `base_url`, which tells providers apart)."""
+    from genai_prices import Usage, calc_price
+
+    if not model:
+        return None
+    try:
+        found = calc_price(
+            Usage(input_tokens=1_000_000, output_tokens=1_000_000), model_ref=model, provider_api_url=base_url or None
+        )
+    except LookupError:
+        return None
+    return Price(float(found.input_price), float(found.output_price), "genai-prices")
+
+
+def for_provider(provider, model: str) -> Price | None:
+    if provider.input_price is not None and provider.output_price is not None:
+        return Price(float(provider.input_price), float(provider.output_price), "admin")
+    return from_table(model or provider.default_model, provider.base_url)
+
+
+def for_default(model: str) -> Price | None:
+    """The default provider's price: the environment's, else the table's; free for the local model."""
+    if not settings.OPENAI_BASE_URL:
+        return Price(0.0, 0.0, "local")
+    if settings.AGORA_PRICE_PER_MTOK:
+        first, _comma, second = settings.AGORA_PRICE_PER_MTOK.partition(",")
+        return Price(float(first), float(second or first), "environment")
+    return from_table(model, settings.OPENAI_BASE_URL)
