@@ -270,6 +270,7 @@ async def test_disconnect_mid_stream_keeps_the_partial_text_and_resume_regenerat
             "prompt_tokens": second.prompt_tokens,
             "completion_tokens": second.completion_tokens,
             "estimated": True,
+            "cost": None,  # the fake model has no price: unknown, not free
         }
     ]
     await assert_ledger_exact(debate, fast_llm)
