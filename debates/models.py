@@ -318,3 +318,36 @@ class Report(models.Model):
 
     def __str__(self):
         return f"report of {self.debate_id}"
+
+
+class Comparison(models.Model):
+    """A finished debate's conclusion against a single answer to the same question at about the
+    same cost, shown as A and B in random order; the reader votes before the names are shown."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", _("running")
+        READY = "ready", _("ready")
+        FAILED = "failed", _("failed")
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="comparisons")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
+    # The arms: {"debate": {"text"}, "single": {"text", "model", "prompt_tokens", "completion_tokens",
+    # "cost", "max_tokens", "rule"}}; `order` the arms as shown, A first.
+    arms = models.JSONField(default=dict)
+    order = models.JSONField(default=list)
+    error = models.TextField(blank=True)
+    vote = models.CharField(max_length=4, blank=True, choices=[("A", "A"), ("B", "B"), ("tie", _("tie"))])
+    winner = models.CharField(max_length=10, blank=True)  # the arm voted for ("" for a tie)
+    reason = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)  # the single answer's model, for the tally
+    created_at = models.DateTimeField(auto_now_add=True)
+    voted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("comparison")
+        verbose_name_plural = _("comparisons")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"comparison {self.pk} of {self.debate_id}"

@@ -23,5 +23,8 @@ urlpatterns = [
     path("debates/<int:pk>/regenerate/", views.regenerate, name="regenerate"),
     path("debates/<int:pk>/fork/", views.fork, name="fork"),
     path("debates/<int:pk>/swap/", views.swap, name="swap"),
+    path("debates/<int:pk>/compare/", views.compare, name="compare"),
+    path("debates/<int:pk>/compare/<int:cid>/", views.comparison, name="comparison"),
+    path("comparisons/", views.tally, name="tally"),
     path("debates/<int:pk>/turns/<int:turn_pk>/retry/", views.retry_turn, name="retry_turn"),
 ]

@@ -22,13 +22,22 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import branches, charts, consumers, control, frames, human_turns, table_change
+from debates import branches, charts, comparisons, consumers, control, frames, human_turns, table_change
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
 from debates.engine.text import topic_slug
 from debates.forms import MAX_TOPIC, DebateForm, format_part, save_debate
-from debates.models import ACTIVE_STATUSES, FINAL_STATUSES, Debate, Provider, Status, Turn, new_share_token
+from debates.models import (
+    ACTIVE_STATUSES,
+    FINAL_STATUSES,
+    Comparison,
+    Debate,
+    Provider,
+    Status,
+    Turn,
+    new_share_token,
+)
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
 from debates.reports import transcript_markdown, verdict_markdown
 from debates.running_limit import RunningLimitReached
@@ -228,11 +237,11 @@ def _branch_context(request, debate: Debate) -> dict:
         "forked_from": debate.forked_from,
         "forks": list(debate.forks.all()),
         "swaps": swaps,
-        "comparison": comparison(debate, swaps[0]) if swaps else None,
+        "comparison": swap_comparison(debate, swaps[0]) if swaps else None,
     }
 
 
-def comparison(debate: Debate, other: Debate) -> list[dict]:
+def swap_comparison(debate: Debate, other: Debate) -> list[dict]:
     """The two runs of a swap side by side: each persona's side and last summary in both, and
     whether its conclusion moved with its side (it followed the side, not the argument)."""
     from debates.engine.text import similarity
@@ -492,6 +501,60 @@ def swap(request, pk):
         messages.error(request, str(error))
         return redirect("debates:report", pk=debate.pk)
     return redirect(new)
+
+
+@require_POST
+def compare(request, pk):
+    """Start a blind comparison of the debate's conclusion with a single answer at equal cost."""
+    debate = _controlled(request, pk)
+    if debate.status != Status.DONE or not hasattr(debate, "report"):
+        messages.error(request, _("Only a finished debate with a report can be compared."))
+        return redirect("debates:report", pk=debate.pk)
+    made = comparisons.start(debate, request.user)
+    return redirect("debates:comparison", pk=debate.pk, cid=made.pk)
+
+
+def comparison(request, pk, cid):
+    """The two answers as A and B, their names hidden until the reader has voted."""
+    debate = _controlled(request, pk)
+    made = Comparison.objects.filter(debate=debate, pk=cid).first()
+    if made is None:
+        raise Http404(_("No such comparison."))
+    if request.method == "POST":
+        if not comparisons.vote(made, request.POST.get("vote", ""), request.POST.get("reason", "")):
+            messages.error(request, _("Choose A, B or a tie (once)."))
+        return redirect("debates:comparison", pk=debate.pk, cid=made.pk)
+    shown = [
+        {"label": label, "arm": arm, **made.arms.get(arm, {})} for label, arm in zip("AB", made.order, strict=True)
+    ]
+    context = {"debate": debate, "comparison": made, "shown": shown, "revealed": bool(made.vote)}
+    if request.htmx:
+        return render(request, "debates/comparison.html#answers", context)
+    return render(request, "debates/comparison.html", context)
+
+
+@require_GET
+def tally(request):
+    """Every vote the reader can see, by format, model and question type; as JSON with ?format=json."""
+    votes = Comparison.objects.filter(debate__in=visible_debates(request.user)).exclude(vote="")
+    votes = votes.select_related("debate__report")
+    rows = comparisons.tally(votes)
+    if request.GET.get("format") == "json":
+        listed = [
+            {
+                "debate": c.debate_id,
+                "format": c.debate.format,
+                "model": c.model,
+                "order": c.order,
+                "vote": c.vote,
+                "winner": c.winner or "tie",
+                "reason": c.reason,
+                "voted_at": c.voted_at.isoformat() if c.voted_at else None,
+            }
+            for c in votes
+        ]
+        return JsonResponse({"tally": rows, "votes": listed}, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    return render(request, "debates/tally.html", {"rows": rows, "total": sum(r["total"] for r in rows)})
 
 
 @require_POST

@@ -1,0 +1,37 @@
+"""The blind comparison in real Chromium against a real daphne: 20 comparisons of one debate,
+the names hidden until each vote, both A/B orders seen, and the tally counting every vote."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.web.browser import log_in, start
+
+pytestmark = [pytest.mark.browser]
+
+
+async def test_twenty_blind_comparisons_random_order_names_after_the_vote(page_for_comparisons, agora, fake_llm):
+    page = page_for_comparisons
+    fake_llm.token_delay = 0.0
+    pk = await start(page, agora, "念佛与参禅，哪条路更适合现代人修行？", personas=("huineng", "yinguang"), rounds="1")
+    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    first_arms = []
+    for _ in range(20):
+        await page.goto(f"{agora.url}/debates/{pk}/report/")
+        await page.click("#compare-form button[type=submit]")
+        await page.wait_for_selector("#answer-A", timeout=30000)
+        assert await page.locator("[data-arm]").count() == 0  # no names before the vote
+        await page.check('input[name="vote"][value="A"]')
+        await page.click("#vote-form button[type=submit]")
+        await page.wait_for_selector("#voted")
+        first_arms.append(await page.get_attribute("#answer-A [data-arm]", "data-arm"))
+    assert set(first_arms) == {"debate", "single"}  # both orders in 20 votes
+    await page.goto(f"{agora.url}/comparisons/")
+    row = await page.inner_text("#tally tbody tr")
+    assert f"{first_arms.count('debate')} of 20" in row
+
+
+@pytest.fixture
+async def page_for_comparisons(browser_page, agora):
+    await log_in(browser_page, agora)
+    return browser_page
