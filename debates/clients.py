@@ -36,6 +36,11 @@ def local_client() -> LLMClient:
         return _local[0]
 
 
+def is_local(client: LLMClient) -> bool:
+    """The process's own local-model client (it outlives any one debate)."""
+    return client in _local
+
+
 def _priced(client: LLMClient, price) -> LLMClient:
     client.price = price.pair if price is not None else None
     return client
