@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 MIN_TOKENS, MAX_TOKENS = 200, 4000
 ARMS = ("debate", "single")
+VOTE = "vote"  # the optional third arm: self-consistency, k samples and a merge, the same allowance
 SINGLE_SYSTEM = (
     "你是一位资深顾问，独自回答用户的问题：先给结论，再给理由，列出最强的反对意见并回应，最后给出可执行的建议。"
     "用提问所用的语言作答。Answer in the language of the question."
@@ -56,19 +57,22 @@ def strongest(pool) -> object:
     return max(priced, key=lambda c: c.price[1]) if priced else pool.default
 
 
-def allowance(debate: Debate, price, prompt_tokens: int) -> tuple[int, str]:
-    """(max_tokens, the rule used): equal cost where prices are known, equal tokens otherwise."""
+def allowance(debate: Debate, price, prompt_tokens: int, window: int | None = None) -> tuple[int, str]:
+    """(max_tokens, the rule used): equal cost where prices are known, equal tokens otherwise;
+    never more than the model's context window leaves after the prompt."""
     if price is not None and price[1] > 0 and debate.cost > 0:
         left = debate.cost - prompt_tokens * price[0] / 1_000_000
         tokens, rule = int(left * 1_000_000 / price[1]), "equal cost"
     else:
         tokens, rule = debate.total_tokens - prompt_tokens, "equal tokens"
-    return max(MIN_TOKENS, min(MAX_TOKENS, tokens)), rule
+    ceiling = MAX_TOKENS if not window else max(MIN_TOKENS, min(MAX_TOKENS, window - prompt_tokens - 64))
+    return max(MIN_TOKENS, min(ceiling, tokens)), rule
 
 
-def start(debate: Debate, owner) -> Comparison:
-    """A new comparison, its A/B order drawn now; the single answer is written in the background."""
-    order = list(ARMS)
+def start(debate: Debate, owner, *, vote: bool = False) -> Comparison:
+    """A new comparison, its A/B(/C) order drawn now; the other answers are written in the
+    background."""
+    order = [*ARMS, VOTE] if vote else list(ARMS)
     random.SystemRandom().shuffle(order)
     comparison = Comparison.objects.create(
         debate=debate, owner=owner, order=order, arms={"debate": {"text": conclusion_of(debate)}}
@@ -91,7 +95,7 @@ async def answer(comparison_id: int) -> str:
     user = debate.question + (f"\n\n## 用户背景 User context\n{context}" if context else "")
     messages = [{"role": "system", "content": SINGLE_SYSTEM}, {"role": "user", "content": user}]
     prompt_tokens = estimate_messages_tokens(messages)
-    max_tokens, rule = allowance(debate, client.price, prompt_tokens)
+    max_tokens, rule = allowance(debate, client.price, prompt_tokens, client.context_window)
     try:
         await client.ensure_ready()
         stream = client.stream(messages, max_tokens=max_tokens, key="compare:single")
@@ -109,8 +113,21 @@ async def answer(comparison_id: int) -> str:
             "max_tokens": max_tokens,
             "rule": rule,
         }
-        fields = {"state": Comparison.State.READY, "arms": {**comparison.arms, "single": single}}
-        fields["model"] = client.describe()
+        arms = {**comparison.arms, "single": single}
+        if VOTE in comparison.order:
+            from debates import evaluation  # (it builds on this module)
+
+            voted = await evaluation.vote_arm(client, evaluation.Question("compare", user), debate)
+            arms[VOTE] = {
+                "text": voted.text,
+                "model": client.describe(),
+                "prompt_tokens": voted.prompt_tokens,
+                "completion_tokens": voted.completion_tokens,
+                "cost": voted.cost,
+                "max_tokens": max_tokens,
+                "rule": rule,
+            }
+        fields = {"state": Comparison.State.READY, "arms": arms, "model": client.describe()}
     except ProviderError as error:
         fields = {"state": Comparison.State.FAILED, "error": str(error)}
     finally:
@@ -121,9 +138,10 @@ async def answer(comparison_id: int) -> str:
 
 def vote(comparison: Comparison, choice: str, reason: str = "") -> bool:
     """Record the reader's choice once (A, B or tie); false when it was already voted."""
-    if choice not in ("A", "B", "tie") or comparison.state != Comparison.State.READY:
+    labels = "ABC"[: len(comparison.order)]
+    if (choice not in labels and choice != "tie") or comparison.state != Comparison.State.READY:
         return False
-    winner = "" if choice == "tie" else comparison.order[0 if choice == "A" else 1]
+    winner = "" if choice == "tie" else comparison.order[labels.index(choice)]
     return bool(
         Comparison.objects.filter(pk=comparison.pk, vote="").update(
             vote=choice, winner=winner, reason=reason.strip()[:2000], voted_at=timezone.now()
@@ -139,7 +157,7 @@ def kind_of(debate: Debate) -> str:
 
 def tally(comparisons) -> list[dict]:
     """Votes by format, model and question type: the debate's wins, the single answer's, ties."""
-    rows: dict[tuple, dict] = defaultdict(lambda: {"debate": 0, "single": 0, "tie": 0})
+    rows: dict[tuple, dict] = defaultdict(lambda: {"debate": 0, "single": 0, VOTE: 0, "tie": 0})
     for c in comparisons:
         key = (c.debate.format, c.model, kind_of(c.debate))
         rows[key]["tie" if not c.winner else c.winner] += 1

@@ -131,7 +131,9 @@ async def debate_arm(question: Question, fmt: str) -> tuple[Answer, Debate]:
 
 async def single_arm(client: LLMClient, question: Question, debate: Debate) -> Answer:
     messages = _single_messages(question.question)
-    allowance, _rule = comparisons.allowance(debate, client.price, estimate_messages_tokens(messages))
+    allowance, _rule = comparisons.allowance(
+        debate, client.price, estimate_messages_tokens(messages), client.context_window
+    )
     answer = await _ask(client, messages, allowance, f"eval:{question.id}:single")
     answer.arm = "single"
     return answer
@@ -140,7 +142,9 @@ async def single_arm(client: LLMClient, question: Question, debate: Debate) -> A
 async def vote_arm(client: LLMClient, question: Question, debate: Debate) -> Answer:
     """k samples and a merge, each with a (k+1)th of the allowance."""
     messages = _single_messages(question.question)
-    allowance, _rule = comparisons.allowance(debate, client.price, estimate_messages_tokens(messages))
+    allowance, _rule = comparisons.allowance(
+        debate, client.price, estimate_messages_tokens(messages), client.context_window
+    )
     share = max(comparisons.MIN_TOKENS // 2, allowance // (SAMPLES + 1))
     samples = [await _ask(client, messages, share, f"eval:{question.id}:vote:{n}") for n in range(SAMPLES)]
     listed = "\n\n".join(f"### Answer {n + 1}\n{s.text}" for n, s in enumerate(samples))

@@ -337,7 +337,7 @@ class Comparison(models.Model):
     arms = models.JSONField(default=dict)
     order = models.JSONField(default=list)
     error = models.TextField(blank=True)
-    vote = models.CharField(max_length=4, blank=True, choices=[("A", "A"), ("B", "B"), ("tie", _("tie"))])
+    vote = models.CharField(max_length=4, blank=True, choices=[("A", "A"), ("B", "B"), ("C", "C"), ("tie", _("tie"))])
     winner = models.CharField(max_length=10, blank=True)  # the arm voted for ("" for a tie)
     reason = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)  # the single answer's model, for the tally

@@ -510,7 +510,7 @@ def compare(request, pk):
     if debate.status != Status.DONE or not hasattr(debate, "report"):
         messages.error(request, _("Only a finished debate with a report can be compared."))
         return redirect("debates:report", pk=debate.pk)
-    made = comparisons.start(debate, request.user)
+    made = comparisons.start(debate, request.user, vote=request.POST.get("vote") == "1")
     return redirect("debates:comparison", pk=debate.pk, cid=made.pk)
 
 
@@ -524,8 +524,9 @@ def comparison(request, pk, cid):
         if not comparisons.vote(made, request.POST.get("vote", ""), request.POST.get("reason", "")):
             messages.error(request, _("Choose A, B or a tie (once)."))
         return redirect("debates:comparison", pk=debate.pk, cid=made.pk)
+    labels = "ABC"[: len(made.order)]
     shown = [
-        {"label": label, "arm": arm, **made.arms.get(arm, {})} for label, arm in zip("AB", made.order, strict=True)
+        {"label": label, "arm": arm, **made.arms.get(arm, {})} for label, arm in zip(labels, made.order, strict=True)
     ]
     context = {"debate": debate, "comparison": made, "shown": shown, "revealed": bool(made.vote)}
     if request.htmx:

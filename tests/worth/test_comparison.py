@@ -92,3 +92,22 @@ async def test_without_prices_the_single_answer_gets_the_debates_tokens(librarie
     single = made.arms["single"]
     assert single["rule"] == "equal tokens"
     assert single["max_tokens"] == max(200, min(4000, debate.total_tokens - single["prompt_tokens"]))
+
+
+async def test_a_third_arm_of_self_consistency_takes_the_same_allowance(libraries, fast_llm, alice):
+    debate = await finished(alice)
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    await sync_to_async(client.force_login)(alice)
+    sent = len(fast_llm.chat_requests)
+    response = await sync_to_async(client.post)(f"/debates/{debate.pk}/compare/", {"vote": "1"})
+    made = await ready(int(response["Location"].rstrip("/").rsplit("/", 1)[1]))
+    assert sorted(made.order) == ["debate", "single", "vote"] and made.state == "ready"
+    asked = fast_llm.chat_requests[sent:]
+    assert len(asked) == 1 + 3 + 1  # the single answer, three samples, the merge
+    share = made.arms["single"]["max_tokens"] // 4
+    assert [r.body["max_tokens"] for r in asked[1:]] == [max(100, share)] * 4
+    page = (await sync_to_async(client.get)(f"/debates/{debate.pk}/compare/{made.pk}/")).content.decode()
+    assert 'id="answer-C"' in page and 'value="C"' in page
+    await sync_to_async(client.post)(f"/debates/{debate.pk}/compare/{made.pk}/", {"vote": "C"})
+    made = await Comparison.objects.aget(pk=made.pk)
+    assert made.winner == made.order[2]
