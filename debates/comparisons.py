@@ -161,7 +161,9 @@ def tally(comparisons) -> list[dict]:
     for c in comparisons:
         key = (c.debate.format, c.model, kind_of(c.debate))
         rows[key]["tie" if not c.winner else c.winner] += 1
+    from debates.engine import registry
+
     return [
-        {"format": f, "model": m, "kind": k, **counts, "total": sum(counts.values())}
+        {"format": f, "label": registry.get(f).label, "model": m, "kind": k, **counts, "total": sum(counts.values())}
         for (f, m, k), counts in sorted(rows.items())
     ]
