@@ -23,7 +23,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("questions", help="a JSONL file, e.g. bench/questions/decisions.jsonl")
-        parser.add_argument("--format", default="panel", choices=registry.names(), help="the debates' format")
+        parser.add_argument(
+            "--format",
+            default=registry.names()[0],
+            choices=registry.names(),
+            help="the debates' format, where a question names none",
+        )
         parser.add_argument(
             "--judges", default="", help="provider/model,provider/model (default/MODEL: the environment's)"
         )
