@@ -87,6 +87,20 @@ class FetchFailed(SearchError):
     HTML or text, or nothing readable in it."""
 
 
+def web_items(items: list[Any], n: int):
+    """The first `n` result items (dicts) with a distinct http(s) address, as (item, url): results
+    from other engines (magnet links, `data:` thumbnails…) are nothing a fetch can read."""
+    seen: set[str] = set()
+    for item in items:
+        url = item.get("url") if isinstance(item, dict) else None
+        if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")) or url in seen:
+            continue
+        seen.add(url)
+        yield item, url
+        if len(seen) == n:
+            return
+
+
 def display_url(url: str) -> str:
     """The URL without any `user:password@` part, for messages."""
     parts = urlsplit(url)

@@ -13,7 +13,15 @@ from typing import Any
 
 import httpx2
 
-from .base import Result, SearchBadResponse, SearchClient, SearchError, SearchRateLimited, SearchUnavailable
+from .base import (
+    Result,
+    SearchBadResponse,
+    SearchClient,
+    SearchError,
+    SearchRateLimited,
+    SearchUnavailable,
+    web_items,
+)
 from .fetch import PageFetcher
 
 BRAVE_URL = "https://api.search.brave.com/res/v1"
@@ -99,23 +107,12 @@ class BraveClient(SearchClient):
         items = web.get("results") if isinstance(web, dict) else None
         if not isinstance(items, list):
             raise SearchBadResponse(f"{self._label()} answered without a web results list; check the base URL")
-        results: list[Result] = []
-        seen: set[str] = set()
-        for item in items:
-            if not isinstance(item, dict):
-                continue
-            url = item.get("url")
-            if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")) or url in seen:
-                continue
-            seen.add(url)
-            results.append(
-                Result(
-                    title=plain(item.get("title")),
-                    url=url,
-                    snippet=plain(item.get("description")),
-                    published=_published(item),
-                )
+        return [
+            Result(
+                title=plain(item.get("title")),
+                url=url,
+                snippet=plain(item.get("description")),
+                published=_published(item),
             )
-            if len(results) == n:
-                break
-        return results
+            for item, url in web_items(items, n)
+        ]

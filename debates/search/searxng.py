@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Result, SearchBadResponse, SearchClient, SearchError, SearchUnavailable
+from .base import Result, SearchBadResponse, SearchClient, SearchError, SearchUnavailable, web_items
 from .fetch import PageFetcher
 
 _ENABLE_JSON = "search.formats: [html, json] in settings.yml"
@@ -74,16 +74,8 @@ class SearxngClient(SearchClient):
 
 
 def _results(items: list[Any], n: int) -> list[Result]:
-    results: list[Result] = []
-    seen: set[str] = set()
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        url = item.get("url")
-        # Results from other engines (magnet links, `data:` thumbnails...) are nothing a fetch can read.
-        if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")) or url in seen:
-            continue
-        seen.add(url)
+    results = []
+    for item, url in web_items(items, n):
         published = item.get("publishedDate")
         found = _DATE.match(published) if isinstance(published, str) else None
         results.append(
@@ -94,6 +86,4 @@ def _results(items: list[Any], n: int) -> list[Result]:
                 published=found.group(0) if found else "",
             )
         )
-        if len(results) == n:
-            break
     return results

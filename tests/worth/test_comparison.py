@@ -11,26 +11,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from debates import comparisons, runner
-from debates.forms import create_debate
+from debates import comparisons
 from debates.models import Comparison, Debate
+from tests.worth.conftest import duel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def finished(owner) -> Debate:
-    made, errors = await sync_to_async(create_debate)(
-        {
-            "topic": "念佛与参禅，哪条路更适合现代人修行？",
-            "format": "duel",
-            "personas": ["huineng", "yinguang"],
-            "rounds": "1",
-        },
-        owner=owner,
-    )
-    assert not errors, errors
-    assert await runner.execute(made.pk) == "done"
-    return await Debate.objects.select_related("report").aget(pk=made.pk)
+    return await duel(owner)
 
 
 async def ready(pk: int, timeout: float = 20) -> Comparison:

@@ -11,13 +11,13 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from debates import prices, runner
+from debates import prices
 from debates.engine import events as ev
-from debates.forms import create_debate
 from debates.models import Debate, Provider
 from testkit.fake_llm import FakeLLM
 from tests.engine.conftest import HUINENG, YINGUANG, debate, duel_spec, panel_spec
 from tests.engine.test_panel import panel_fake
+from tests.worth.conftest import duel
 
 
 def priced(price=(1.0, 2.0), **kw) -> FakeLLM:
@@ -90,17 +90,7 @@ def test_the_local_model_is_free_and_the_environment_can_name_a_price(settings):
 @pytest.mark.django_db(transaction=True)
 async def test_money_appears_wherever_tokens_do(libraries, fast_llm, alice, settings):
     settings.AGORA_PRICE_PER_MTOK = "1,2"
-    made, errors = await sync_to_async(create_debate)(
-        {
-            "topic": "念佛与参禅，哪条路更适合现代人修行？",
-            "format": "duel",
-            "personas": ["huineng", "yinguang"],
-            "rounds": "1",
-        },
-        owner=alice,
-    )
-    assert not errors, errors
-    assert await runner.execute(made.pk) == "done"
+    made = await duel(alice)
     debate_row = await Debate.objects.aget(pk=made.pk)
     turns = [t async for t in debate_row.turns.all()]
     assert debate_row.cost == pytest.approx(sum(t.cost for t in turns)) and debate_row.cost > 0
@@ -122,17 +112,7 @@ async def test_money_appears_wherever_tokens_do(libraries, fast_llm, alice, sett
 @pytest.mark.django_db(transaction=True)
 async def test_the_form_takes_a_money_budget_and_it_stops_the_debate(libraries, fast_llm, alice, settings):
     settings.AGORA_PRICE_PER_MTOK = "100,200"  # dear: the first speeches spend the budget
-    made, errors = await sync_to_async(create_debate)(
-        {
-            "topic": "念佛与参禅，哪条路更适合现代人修行？",
-            "format": "duel",
-            "personas": ["huineng", "yinguang"],
-            "money_budget": "0.05",
-        },
-        owner=alice,
-    )
-    assert not errors, errors
+    made = await duel(alice, expect="stopped", rounds="", money_budget="0.05")
     assert made.options["money_budget"] == 0.05
-    assert await runner.execute(made.pk) == "stopped"
     row = await Debate.objects.aget(pk=made.pk)
     assert row.cost >= 0.05 and any(w["code"] == "money_budget" for w in row.warnings)
