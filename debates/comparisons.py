@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from debates import clients
 from debates.models import Comparison, Debate
-from debates.providers.base import ProviderError, estimate_messages_tokens
+from debates.providers.base import ProviderError
 from debates.runner import debate_loop
 
 log = logging.getLogger(__name__)
@@ -89,44 +89,19 @@ def _load(comparison_id: int):
 
 
 async def answer(comparison_id: int) -> str:
+    from debates import evaluation  # (it builds on this module)
+
     comparison, debate, pool = await database_sync_to_async(_load)(comparison_id)
     client = strongest(pool)
     context = debate.options.get("user_context", "")
-    user = debate.question + (f"\n\n## 用户背景 User context\n{context}" if context else "")
-    messages = [{"role": "system", "content": SINGLE_SYSTEM}, {"role": "user", "content": user}]
-    prompt_tokens = estimate_messages_tokens(messages)
-    max_tokens, rule = allowance(debate, client.price, prompt_tokens, client.context_window)
+    question = evaluation.Question(
+        "compare", debate.question + (f"\n\n## 用户背景 User context\n{context}" if context else "")
+    )
     try:
         await client.ensure_ready()
-        stream = client.stream(messages, max_tokens=max_tokens, key="compare:single")
-        parts = [delta async for delta in stream]
-        done = stream.completion
-        text = done.text or "".join(parts)
-        price = client.price
-        cost = (done.prompt_tokens * price[0] + done.completion_tokens * price[1]) / 1_000_000 if price else None
-        single = {
-            "text": text,
-            "model": client.describe(),
-            "prompt_tokens": done.prompt_tokens,
-            "completion_tokens": done.completion_tokens,
-            "cost": cost,
-            "max_tokens": max_tokens,
-            "rule": rule,
-        }
-        arms = {**comparison.arms, "single": single}
+        arms = {**comparison.arms, "single": _record(await evaluation.single_arm(client, question, debate), client)}
         if VOTE in comparison.order:
-            from debates import evaluation  # (it builds on this module)
-
-            voted = await evaluation.vote_arm(client, evaluation.Question("compare", user), debate)
-            arms[VOTE] = {
-                "text": voted.text,
-                "model": client.describe(),
-                "prompt_tokens": voted.prompt_tokens,
-                "completion_tokens": voted.completion_tokens,
-                "cost": voted.cost,
-                "max_tokens": max_tokens,
-                "rule": rule,
-            }
+            arms[VOTE] = _record(await evaluation.vote_arm(client, question, debate), client)
         fields = {"state": Comparison.State.READY, "arms": arms, "model": client.describe()}
     except ProviderError as error:
         fields = {"state": Comparison.State.FAILED, "error": str(error)}
@@ -134,6 +109,12 @@ async def answer(comparison_id: int) -> str:
         await clients.close(pool)
     await Comparison.objects.filter(pk=comparison_id).aupdate(**fields)
     return fields["state"]
+
+
+def _record(answer, client) -> dict:
+    """An arm as the comparison keeps it: its text, what it cost, and the allowance's rule."""
+    fields = ("text", "prompt_tokens", "completion_tokens", "cost", "max_tokens", "rule")
+    return {"model": client.describe(), **{name: getattr(answer, name) for name in fields}}
 
 
 def vote(comparison: Comparison, choice: str, reason: str = "") -> bool:

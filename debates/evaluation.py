@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from channels.db import database_sync_to_async
 
 from debates import clients, comparisons, runner
+from debates.engine.budget import money
 from debates.engine.structure import Form, Part
 from debates.forms import create_debate
 from debates.models import Debate
@@ -76,6 +77,8 @@ class Answer:
     completion_tokens: int = 0
     cost: float | None = 0.0
     debate_id: int | None = None
+    max_tokens: int = 0  # the allowance it was given, and by which rule (`comparisons.allowance`)
+    rule: str = ""
 
 
 @dataclass
@@ -102,9 +105,7 @@ async def _ask(client: LLMClient, messages, max_tokens: int, key: str, extra=Non
     stream = client.stream(messages, max_tokens=max_tokens, key=key, extra=extra)
     parts = [delta async for delta in stream]
     done = stream.completion
-    cost = None
-    if client.price is not None:
-        cost = (done.prompt_tokens * client.price[0] + done.completion_tokens * client.price[1]) / 1_000_000
+    cost = money(client.price, done.prompt_tokens, done.completion_tokens)
     return Answer("", done.text or "".join(parts), done.prompt_tokens, done.completion_tokens, cost)
 
 
@@ -131,18 +132,18 @@ async def debate_arm(question: Question, fmt: str) -> tuple[Answer, Debate]:
 
 async def single_arm(client: LLMClient, question: Question, debate: Debate) -> Answer:
     messages = _single_messages(question.question)
-    allowance, _rule = comparisons.allowance(
+    allowance, rule = comparisons.allowance(
         debate, client.price, estimate_messages_tokens(messages), client.context_window
     )
     answer = await _ask(client, messages, allowance, f"eval:{question.id}:single")
-    answer.arm = "single"
+    answer.arm, answer.max_tokens, answer.rule = "single", allowance, rule
     return answer
 
 
 async def vote_arm(client: LLMClient, question: Question, debate: Debate) -> Answer:
     """k samples and a merge, each with a (k+1)th of the allowance."""
     messages = _single_messages(question.question)
-    allowance, _rule = comparisons.allowance(
+    allowance, rule = comparisons.allowance(
         debate, client.price, estimate_messages_tokens(messages), client.context_window
     )
     share = max(comparisons.MIN_TOKENS // 2, allowance // (SAMPLES + 1))
@@ -161,6 +162,8 @@ async def vote_arm(client: LLMClient, question: Question, debate: Debate) -> Ans
         sum(a.prompt_tokens for a in every),
         sum(a.completion_tokens for a in every),
         None if None in costs else sum(costs),
+        max_tokens=allowance,
+        rule=rule,
     )
 
 

@@ -481,22 +481,21 @@ def fork(request, pk):
     turn = Turn.objects.filter(debate=debate, pk=request.POST.get("turn") or 0).first()
     if turn is None:
         raise Http404(_("No such turn."))
-    try:
-        new = branches.fork(
-            debate, turn, request.user, model=request.POST.get("model", "")[:200], facts=request.POST.get("facts", "")
-        )
-    except (branches.BranchError, RunningLimitReached) as error:
-        messages.error(request, str(error))
-        return redirect("debates:report", pk=debate.pk)
-    return redirect(new)
+    model, facts = request.POST.get("model", "")[:200], request.POST.get("facts", "")
+    return _branch_off(request, debate, lambda: branches.fork(debate, turn, request.user, model=model, facts=facts))
 
 
 @require_POST
 def swap(request, pk):
     """The same debate again with the sides exchanged."""
     debate = _controlled(request, pk)
+    return _branch_off(request, debate, lambda: branches.swap(debate, request.user))
+
+
+def _branch_off(request, debate: Debate, make):
+    """The new debate `make()` starts, or the report again with the reason it could not."""
     try:
-        new = branches.swap(debate, request.user)
+        new = make()
     except (branches.BranchError, RunningLimitReached) as error:
         messages.error(request, str(error))
         return redirect("debates:report", pk=debate.pk)

@@ -237,7 +237,7 @@ async def _research(ctx: DebateContext, st: PanelState, report: ReportBuilder) -
     if ctx.research is None:
         await research.skipped(ctx)
     else:
-        budget = research.BUDGETS.get(ctx.options.research_budget or "standard", research.BUDGETS["standard"])
+        budget = research.budget_of(ctx.options.research_budget)
         task = f"证据底座：为核实本命题（{TYPES.get(st.kind, st.kind)}）需要的事实与数据写网络检索词。"
         queries = await research.build_pack(ctx, st.host, budget, task, exempt=True)
         report.data["research_queries"] = queries
@@ -289,7 +289,7 @@ async def _verifier_searches(ctx: DebateContext, st: PanelState) -> None:
         )
     )
     queries = research.read_queries(asked.text, research.OWN_SEARCHES)
-    budget = research.BUDGETS.get(ctx.options.research_budget or "standard", research.BUDGETS["standard"])
+    budget = research.budget_of(ctx.options.research_budget)
     found = await research.run_queries(
         ctx,
         prefix=f"search:r2:{verifier.slug}",

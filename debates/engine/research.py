@@ -40,6 +40,13 @@ class Budget:
 
 BUDGETS = {"light": Budget(1, 3, 1), "standard": Budget(2, 4, 2), "deep": Budget(3, 5, 3)}
 OWN_SEARCHES = 3
+
+
+def budget_of(name: str) -> Budget:
+    """The research budget a format's option names (standard when it names none it knows)."""
+    return BUDGETS.get(name or "standard", BUDGETS["standard"])
+
+
 QUERY_TOKENS = 200  # the most a debater may run of his own (the panel's Bayes in R2)
 SKIPPED = gettext_noop(
     "Research skipped: this debate has no search provider (set one up with AGORA_SEARCH_BACKEND or under Search "

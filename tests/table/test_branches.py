@@ -217,4 +217,4 @@ async def test_a_regenerated_turn_streams_to_a_watching_page_exactly_once(librar
     final = await Turn.objects.aget(pk=target.pk)
     shown = [text for pk, text in page.history if pk == target.pk]
     assert shown and all(final.text.startswith(text) for text in shown)  # no gap, no repeat
-    assert final.text in "".join(frames) or final.pk in page.finished
+    assert final.pk in page.finished  # and the page ends on the finished turn
