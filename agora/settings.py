@@ -134,6 +134,25 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_POOL", True):
+    # psycopg's pool: each process keeps a few connections and lends one to whichever thread needs
+    # it, so the many short-lived threads of daphne and a worker neither reconnect per unit of work
+    # nor pile up idle connections (max_size caps each process; size max_connections for it).
+    # Django refuses a pool with persistent connections; say which to drop rather than guess.
+    if DATABASES["default"]["CONN_MAX_AGE"] != 0:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"DATABASE_CONN_MAX_AGE={DATABASES['default']['CONN_MAX_AGE']} with the connection pool on "
+            "(PostgreSQL's default): unset DATABASE_CONN_MAX_AGE to use the pool, or set DATABASE_POOL=0 "
+            "to keep persistent connections instead."
+        )
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": int(os.environ.get("DATABASE_POOL_MIN", "2")),
+        "max_size": int(os.environ.get("DATABASE_POOL_MAX", "20")),
+        # Seconds a thread waits for a free connection before its query fails.
+        "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT", "30")),
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the live page read while the debate runner writes. synchronous=NORMAL is WAL's
     # recommended pairing: a commit survives a crash of the process (kill -9) and costs no fsync

@@ -10,6 +10,8 @@ try:  # Django 6
 except ImportError:  # Django 5.2 + django-tasks
     from django_tasks import task
 
+from django.db import close_old_connections
+
 from debates.runner import debate_loop
 
 
@@ -17,6 +19,9 @@ from debates.runner import debate_loop
 def run_debate_task(debate_id: int, force: bool = False) -> str:
     """Run (or resume) one debate on this process's debate loop and wait for its outcome. `force`
     takes the debate over even if a lease says someone holds it (the caller knows it is dead)."""
+    # This thread only waits, for minutes: its connection (from claiming the task) goes back to the
+    # pool meanwhile, so a worker needs connections for queries running, not for threads waiting.
+    close_old_connections()
     return debate_loop.run_to_end(debate_id, force=force)
 
 
