@@ -210,11 +210,24 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
+# LOG_FORMAT=json writes one JSON object per line, for a log collector. Either way a line logged
+# while a debate runs names the debate and its runner (agora.logs).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower() or "plain"
+if LOG_FORMAT not in ("plain", "json"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"LOG_FORMAT={os.environ['LOG_FORMAT']!r}: use plain (the default) or json (one JSON object per line)"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"debate": {"()": "agora.logs.DebateFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(debate_tag)s%(message)s"},
+        "json": {"()": "agora.logs.JsonLinesFormatter"},
+    },
+    "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["debate"]}},
     "root": {"handlers": ["stdout"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # One line per HTTP request to the model server is noise at INFO.
     "loggers": {"httpx2": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},

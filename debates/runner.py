@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from agora.logs import debate_context
 from debates import clients, leases, search_clients
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
@@ -66,6 +67,11 @@ async def execute(
     """Run (or resume) one debate to its end, a checkpoint, or a failure. Safe to call again: it
     claims the debate first and returns "busy" if another live runner holds it."""
     me = leases.new_runner_id()
+    with debate_context(debate_id, me):  # every line logged on the run's behalf names it
+        return await _execute(debate_id, me, echo, frame_interval, force)
+
+
+async def _execute(debate_id: int, me: str, echo: ev.Sink | None, frame_interval: float | None, force: bool) -> str:
     if not await database_sync_to_async(leases.claim)(debate_id, me, force=force):
         log.info("debate %s is held by another runner", debate_id)
         return "busy"
