@@ -1,0 +1,23 @@
+# The image of every Agora process in compose.yaml (web, worker, the one-shot migrate); see
+# docs/production.md, "With containers".
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+# Requirements first: the dependency layer is rebuilt only when they change, not on every edit.
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+
+COPY . .
+# Static files belong to the image (WhiteNoise serves them); collecting needs no database or secret.
+RUN python manage.py collectstatic --noinput
+
+RUN useradd --system --create-home --uid 10001 agora
+USER agora
+
+EXPOSE 8000
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "--proxy-headers", "agora.asgi:application"]
