@@ -493,6 +493,14 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
 def create_debate(values: dict, owner=None) -> tuple[Debate | None, dict]:
     """For callers without a request (the CLI): validate `values` as the form would and save.
     `positions` is a {slug: "for" | "against"} mapping, posted as each card's radio buttons are."""
+    form = form_for(values)
+    if not form.is_valid():
+        return None, {field: [str(m) for m in msgs] for field, msgs in form.errors.items()}
+    return save_debate(form, owner), {}
+
+
+def form_for(values: dict) -> DebateForm:
+    """The start form bound to `values` as a page would post them (the CLI's and the API's way in)."""
     from django.utils.datastructures import MultiValueDict
 
     values = dict(values)
@@ -504,10 +512,7 @@ def create_debate(values: dict, owner=None) -> tuple[Debate | None, dict]:
         data[position_field(slug)] = side
     if values.get("no_interrupt"):
         data["no_interrupt"] = "on"
-    form = DebateForm(data)
-    if not form.is_valid():
-        return None, {field: [str(m) for m in msgs] for field, msgs in form.errors.items()}
-    return save_debate(form, owner), {}
+    return DebateForm(data)
 
 
 # -- what the page shows for the chosen format ---------------------------------------------------

@@ -291,23 +291,42 @@ def export_md(request, pk, part: str = "both"):
     """The report as Markdown, in the reader's language: the verdict and the transcript together
     (`export.md`), or one of them (`report.md`, `transcript.md`, named as the panel's archive is)."""
     debate = viewable_debate(request, pk, request.GET.get("share"))
+    body = export_markdown(debate, request.user, part)
+    if body is None:
+        return HttpResponseBadRequest(_("This debate has no report yet."))
+    response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
+    kind = part if part in EXPORT_PARTS else "debate"  # report and transcript together
+    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md", kind)}"'
+    return response
+
+
+EXPORT_PARTS = ("report", "transcript")
+
+
+def export_markdown(debate: Debate, user, part: str = "both") -> str | None:
+    """The Markdown export as `user` may read it (None: no report yet); the API's as well."""
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     if rep is None:
-        return HttpResponseBadRequest(_("This debate has no report yet."))
+        return None
     turns = list(debate.turns.all())
     pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns)]}
     body = inert_markdown("\n\n---\n\n".join(pieces.get(part) or pieces["report"] + pieces["transcript"]))
-    if not shows_internals(request.user):
+    if not shows_internals(user):
         body = redact_urls(body, _("the provider"))
-    response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
-    kind = part if part in pieces else "debate"  # report and transcript together
-    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md", kind)}"'
-    return response
+    return body
 
 
 @require_GET
 def export_json(request, pk):
     debate = viewable_debate(request, pk, request.GET.get("share"))
+    payload = export_payload(debate, request.user)
+    response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "json")}"'
+    return response
+
+
+def export_payload(debate: Debate, user) -> dict:
+    """The JSON export as `user` may read it; the API's as well."""
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     payload = {
         "id": debate.pk,
@@ -363,11 +382,9 @@ def export_json(request, pk):
         else None,
     }
     payload = strip_invisible_deep(payload)
-    if not shows_internals(request.user):
+    if not shows_internals(user):
         payload = _without_addresses(payload, _("the provider"))
-    response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False, "indent": 2})
-    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "json")}"'
-    return response
+    return payload
 
 
 def _without_addresses(value, replacement: str):
