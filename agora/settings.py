@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "ninja",  # the API's docs page, from its own static files (no CDN)
     "django_tasks",
     "agora.apps.TasksConfig",  # django_tasks_db, under a translated name in the admin
     "agora",

@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 
 from agora.setup import Login, setup
+from debates.api import pages as api_pages
+from debates.api.routes import api
 
 # The product's name, the same in every language (Django's default reads "Django administration").
 admin.site.site_header = admin.site.site_title = "Agora"
@@ -11,6 +13,9 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("accounts/login/", Login.as_view(), name="login"),
+    path("accounts/tokens/", api_pages.token_list, name="api_tokens"),
+    path("accounts/tokens/<int:pk>/revoke/", api_pages.revoke, name="api_token_revoke"),
+    path("api/v1/", api.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("debates.urls")),
 ]

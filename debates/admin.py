@@ -3,7 +3,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from debates import provider_keys, provider_tools
-from debates.models import Debate, Provider, Report, SearchProvider, Seat, Turn
+from debates.api import tokens
+from debates.models import ApiToken, Debate, Provider, Report, SearchProvider, Seat, Turn
 
 
 @admin.register(Provider)
@@ -139,3 +140,30 @@ class TurnAdmin(admin.ModelAdmin):
 
 
 admin.site.register(Report)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens for the JSON API. A new one's token is shown once, in the message after saving;
+    only its fingerprint is kept."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "user__username", "prefix")
+    autocomplete_fields = ("user",)
+    readonly_fields = ("prefix", "created_at", "last_used_at")
+
+    def get_fields(self, request, obj=None):
+        return (
+            ("user", "name") if obj is None else ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+        )
+
+    def save_model(self, request, obj, form, change):
+        token = None if change else tokens.fill(obj)
+        super().save_model(request, obj, form, change)
+        if token:
+            self.message_user(
+                request,
+                _("The new token, shown only this once (copy it now): %(token)s") % {"token": token},
+                messages.WARNING,
+            )

@@ -351,3 +351,26 @@ class Comparison(models.Model):
 
     def __str__(self):
         return f"comparison {self.pk} of {self.debate_id}"
+
+
+class ApiToken(models.Model):
+    """A user's key to the JSON API (`Authorization: Bearer <token>`). Only the token's SHA-256 is
+    kept, so a copy of the database opens nothing; the token itself is shown once, when made."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens", verbose_name=_("user")
+    )
+    name = models.CharField(_("name"), max_length=100)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(_("prefix"), max_length=16, editable=False)  # enough to tell tokens apart
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"

@@ -1,0 +1,58 @@
+"""API tokens: made with a random secret, kept only as its SHA-256, checked on every API call."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.utils import timezone
+
+from debates.models import ApiToken
+
+# Recognisable in a leaked log or a secret scanner, and shown (with a few more characters) as the
+# token's prefix in lists.
+SCHEME = "agora_"
+PREFIX_LENGTH = len(SCHEME) + 6
+# A write per call would contend with the running debates' writes (SQLite has one writer):
+# "last used" is exact to a minute.
+TOUCH_EVERY = timedelta(minutes=1)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return SCHEME + secrets.token_urlsafe(32)
+
+
+def fill(row: ApiToken) -> str:
+    """Give an unsaved row a fresh token's digest and prefix; the token, to show once."""
+    token = new_token()
+    row.digest, row.prefix = digest(token), token[:PREFIX_LENGTH]
+    return token
+
+
+def issue(user, name: str) -> tuple[ApiToken, str]:
+    row = ApiToken(user=user, name=name)
+    token = fill(row)
+    row.save()
+    return row, token
+
+
+def user_for(token: str):
+    """The active user a live (not revoked) token belongs to, or None."""
+    if not token or not token.startswith(SCHEME):
+        return None
+    row = ApiToken.objects.select_related("user").filter(digest=digest(token), revoked_at__isnull=True).first()
+    if row is None or not row.user.is_active:
+        return None
+    now = timezone.now()
+    if row.last_used_at is None or now - row.last_used_at > TOUCH_EVERY:
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+    return row.user
+
+
+def revoke(user, pk: int) -> bool:
+    return bool(ApiToken.objects.filter(user=user, pk=pk, revoked_at__isnull=True).update(revoked_at=timezone.now()))
