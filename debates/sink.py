@@ -5,10 +5,11 @@ The sink is the only writer of a running debate's state. Every visible change in
 and is sent only after the commit. A viewer that read the database at seq S (the page render or
 the consumer's catch-up) therefore needs exactly the frames with seq > S: no gap, no repeat.
 
-Text deltas are batched: they accumulate in memory and go out as one transaction and one frame,
-at most one per `frame_interval` seconds, so database writes stay below one per token. The first
-delta after a quiet spell goes out at once (a slow model's tokens are not each held back a whole
-interval); while text keeps coming, the deltas of each interval share a frame.
+Text deltas are batched: they accumulate in memory, and the loop's flusher (debates.flusher)
+writes every debate's pending text in one transaction per `frame_interval` and sends one frame per
+debate, so database writes stay far below one per token whatever the number of debates. The first
+delta after a quiet spell goes out at once; while text keeps coming, each interval's deltas share
+a frame.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from debates import fast_frames as fast
 from debates import frames
 from debates.engine import events as ev
 from debates.engine.i18n import Text, verbatim
 from debates.engine.report import warning_dict
+from debates.flusher import flusher_for
 from debates.leases import LeaseLost
 from debates.models import FINAL_STATUSES, Debate, Report, Seat, Status, Turn
-from debates.providers.base import estimate_tokens
+from debates.providers.base import estimate_tokens, token_counts
 
 log = logging.getLogger(__name__)
 
@@ -88,31 +91,29 @@ class DjangoSink:
         self.echo = echo  # e.g. the terminal printer of `manage.py debate`
         self.layer = get_channel_layer()
         self.lock = asyncio.Lock()
-        self.pending: dict[str, list[str]] = {}
+        self.pending: dict[str, list[str]] = {}  # text deltas the flusher has yet to write
         self.texts: dict[str, str] = {}
+        self.counts: dict[str, tuple[int, int]] = {}  # per running turn: what estimate_tokens counts
         self.turn_pks: dict[str, int] = {}
         self.seq = 0
         self.position = 0
         self.section: int | None = None  # the position of the phase new turns belong to
-        self.flusher: asyncio.Task | None = None
-        self.last_flush = float("-inf")  # loop time of the last delta frame
+        self.flusher = None
         self.debate: Debate | None = None  # the row as last read: the meter of delta frames
         self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
 
     async def open(self) -> None:
-        self.seq, self.position, self.section, self.turn_pks = await database_sync_to_async(self._load)()
+        self.flusher = flusher_for(self.frame_interval)
+        self.seq, self.position, self.section, self.turn_pks, self.debate = await database_sync_to_async(self._load)()
 
     def _load(self):
         debate = Debate.objects.get(pk=self.debate_id)
         top = debate.turns.aggregate(m=Max("position"))["m"] or 0
         section = max((p["position"] for p in debate.phases), default=None)  # where new turns go
         top = max(top, section or 0)
-        return debate.seq, top, section, dict(debate.turns.values_list("key", "pk"))
+        return debate.seq, top, section, dict(debate.turns.values_list("key", "pk")), debate
 
     async def close(self) -> None:
-        if self.flusher:
-            self.flusher.cancel()
-            self.flusher = None
         await self.flush()
 
     # -- the engine's side ------------------------------------------------------------------
@@ -121,11 +122,12 @@ class DjangoSink:
             return
         if self.echo:
             await self.echo.emit(event)
+        if self.flusher is None:
+            self.flusher = flusher_for(self.frame_interval)
         if isinstance(event, ev.TextDelta):
             self.pending.setdefault(event.key, []).append(event.text)
             self.stats["deltas"] += 1
-            if self.flusher is None or self.flusher.done():
-                self.flusher = asyncio.create_task(self._flush_later())
+            self.flusher.want(self)
             return
         await self.flush()
         async with self.lock:
@@ -135,33 +137,34 @@ class DjangoSink:
             try:
                 rendered = await database_sync_to_async(self._apply)(handler, event)
             except LeaseLost:
-                self._lose()
+                self.lose()
                 return
             if rendered:
                 await self._send(rendered)
 
-    async def _flush_later(self) -> None:
-        wait = self.last_flush + self.frame_interval - asyncio.get_running_loop().time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        await self.flush()
-
     async def flush(self) -> None:
-        async with self.lock:
-            if not self.pending:
-                return
-            pending, self.pending = self.pending, {}
-            if self.lost:
-                return
-            self.last_flush = asyncio.get_running_loop().time()
-            try:
-                rendered = await database_sync_to_async(self._apply_deltas)(pending)
-            except LeaseLost:
-                self._lose()
-                return
-            await self._send(rendered)
+        """Every pending delta on this loop written and sent (this debate's among them)."""
+        if self.flusher is not None:
+            await self.flusher.flush()
 
-    def _lose(self) -> None:
+    async def send_deltas(self, chunks: dict[str, str]) -> None:
+        """After the flusher committed `chunks` (turn key → text) as this debate's next seq: one
+        frame with the text and the meter, built without the template engine (this runs for every
+        debate every frame interval; `frames.fast` is tested equal to the templates)."""
+        self.seq += 1
+        self.stats["db_writes"] += 1
+        deltas = []
+        for key, chunk in chunks.items():
+            self.texts[key] = self.texts.get(key, "") + chunk
+            cjk, other = token_counts(chunk)
+            before = self.counts.get(key, (0, 0))
+            self.counts[key] = (before[0] + cjk, before[1] + other)
+            deltas.append(fast.delta(self.turn_pks[key], chunk))  # text only: the same in every language
+        streaming = sum(cjk + (other + 3) // 4 for cjk, other in self.counts.values())
+        text = "".join(deltas)
+        await self._send({language: text + fast.meter(self.debate, streaming, language) for language in self.groups})
+
+    def lose(self) -> None:
         log.warning("debate %s: lease lost, another runner took over; this one stops", self.debate_id)
         self.lost = True
         if self.on_lease_lost:
@@ -196,22 +199,6 @@ class DjangoSink:
         with transaction.atomic():
             draw = handler(event)
         return frames.in_every_language(draw) if draw else {}
-
-    def _apply_deltas(self, pending: dict[str, list[str]]) -> dict[str, str]:
-        deltas = []
-        with transaction.atomic():
-            for key, chunks in pending.items():
-                chunk = storable("".join(chunks))
-                self.texts[key] = self.texts.get(key, "") + chunk
-                pk = self.turn_pks[key]
-                Turn.objects.filter(pk=pk).update(text=self.texts[key])
-                deltas.append(frames.delta(pk, chunk))  # text only: the same in every language
-            # Only seq changes: the meter's totals are the row as last read (the sink alone writes
-            # them), so a frame costs no read of the whole row.
-            self._bump(reload=self.debate is None)
-        streaming = sum(estimate_tokens(t) for t in self.texts.values())
-        text = "".join(deltas)
-        return frames.in_every_language(lambda: text + frames.meter(self.debate, streaming))
 
     def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class
         status = FINAL.get(event.status, event.status)
@@ -281,6 +268,7 @@ class DjangoSink:
             turn = Turn.objects.create(debate_id=self.debate_id, key=event.key, position=self.position, **fields)
         self.turn_pks[event.key] = turn.pk
         self.texts[event.key] = ""
+        self.counts[event.key] = (0, 0)
         debate, section = self._bump(), self.section
         return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate)
 
@@ -300,6 +288,7 @@ class DjangoSink:
             finished_at=timezone.now(),
         )
         self.texts.pop(event.key, None)
+        self.counts.pop(event.key, None)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
         return lambda: frames.turn(turn, new=False) + frames.status(debate)
@@ -316,6 +305,7 @@ class DjangoSink:
             finished_at=timezone.now(),
         )
         self.texts.pop(event.key, None)
+        self.counts.pop(event.key, None)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
         return lambda: frames.turn(turn, new=False) + frames.status(debate)

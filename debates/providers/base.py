@@ -83,9 +83,15 @@ class ChatStream:
 def estimate_tokens(text: str) -> int:
     """A rough, honest estimate for servers that send no usage: CJK characters count one token
     each, other text about four characters a token. Results are flagged as estimates."""
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
-    other = len(text) - cjk
+    cjk, other = token_counts(text)
     return cjk + (other + 3) // 4
+
+
+def token_counts(text: str) -> tuple[int, int]:
+    """(CJK characters, other characters): additive over pieces, so a growing text's estimate
+    can be kept up to date without counting it again."""
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
+    return cjk, len(text) - cjk
 
 
 def estimate_messages_tokens(messages: Sequence[Message]) -> int:

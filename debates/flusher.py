@@ -1,0 +1,122 @@
+"""One flusher per event loop: the text deltas of every debate running there, written in one
+transaction per frame interval, then sent as one frame per debate.
+
+A sink per debate that commits its own deltas costs a transaction per debate per interval, all on
+the one database thread that also serves the pages: at 100 debates that is 2,500 small
+transactions a second, and frames queue behind them (bench/README.md, "before"). Batched here, the
+cost per interval is two `executemany` statements whatever the number of debates.
+
+Ordering is per debate and unchanged: a sink's events first flush (this flusher, all debates),
+then commit under the sink's lock; a flush holds the lock of every sink it writes, so a debate's
+frames leave in the order of their `seq`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from typing import TYPE_CHECKING
+
+from channels.db import database_sync_to_async
+from django.db import connection, transaction
+
+from debates.models import Debate, Turn
+
+if TYPE_CHECKING:
+    from debates.sink import DjangoSink
+
+_flushers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, Flusher]] = weakref.WeakKeyDictionary()
+
+
+def flusher_for(interval: float) -> Flusher:
+    """The flusher of the running loop for this frame interval (sinks of one loop share it)."""
+    loop = asyncio.get_running_loop()
+    by_interval = _flushers.setdefault(loop, {})
+    if interval not in by_interval:
+        by_interval[interval] = Flusher(interval)
+    return by_interval[interval]
+
+
+class Flusher:
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.waiting: dict[DjangoSink, None] = {}  # an ordered set
+        self.lock = asyncio.Lock()
+        self.task: asyncio.Task | None = None
+        self.last = float("-inf")  # loop time of the last flush
+        self.stats = {"flushes": 0, "debates": 0}
+
+    def want(self, sink: DjangoSink) -> None:
+        """`sink` has pending deltas: flush them within the interval. The first delta after a quiet
+        spell goes out at once; while text keeps coming, each interval's deltas share a frame."""
+        self.waiting[sink] = None
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._later())
+
+    async def _later(self) -> None:
+        wait = self.last + self.interval - asyncio.get_running_loop().time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        await self.flush()
+
+    async def flush(self) -> None:
+        async with self.lock:
+            sinks = [sink for sink in self.waiting if sink.pending]
+            self.waiting.clear()
+            if not sinks:
+                return
+            self.last = asyncio.get_running_loop().time()
+            async with contextlib.AsyncExitStack() as held:
+                for sink in sinks:
+                    await held.enter_async_context(sink.lock)
+                batch = []
+                for sink in sinks:
+                    pending, sink.pending = sink.pending, {}
+                    if not sink.lost:
+                        batch.append((sink, pending))
+                if not batch:
+                    return
+                written, lost = await database_sync_to_async(write)(batch)
+                self.stats["flushes"] += 1
+                self.stats["debates"] += len(written)
+                for sink, chunks in written:
+                    await sink.send_deltas(chunks)
+            for sink in lost:
+                sink.lose()
+
+
+def write(batch: list[tuple[DjangoSink, dict[str, list[str]]]]):
+    """In one transaction: each debate's seq + 1, fenced by its runner's lease (a debate another
+    runner took over is left alone and reported lost), then the text of each turn that grew.
+    Raw `executemany`: the ORM's per-statement cost, times every debate, was the flush's cost."""
+    from debates.sink import storable
+
+    debates, turns = Debate._meta.db_table, Turn._meta.db_table
+    fenced = [(sink.seq + 1, sink.debate_id, sink.runner_id) for sink, _ in batch if sink.runner_id]
+    free = [(sink.seq + 1, sink.debate_id) for sink, _ in batch if not sink.runner_id]
+    with transaction.atomic(), connection.cursor() as cursor:
+        ours = {sink.debate_id for sink, _ in batch if not sink.runner_id}
+        if fenced:
+            cursor.executemany(f"UPDATE {debates} SET seq = %s WHERE id = %s AND runner_id = %s", fenced)
+            if cursor.rowcount == len(fenced):
+                ours.update(pk for _, pk, _ in fenced)
+            else:  # some lease was lost: find out whose (rare, so a second query is fine)
+                wanted = {pk: (seq, runner) for seq, pk, runner in fenced}
+                placeholders = ", ".join(["%s"] * len(wanted))
+                cursor.execute(f"SELECT id, seq, runner_id FROM {debates} WHERE id IN ({placeholders})", list(wanted))
+                ours.update(pk for pk, seq, runner in cursor.fetchall() if wanted[pk] == (seq, runner))
+        if free:
+            cursor.executemany(f"UPDATE {debates} SET seq = %s WHERE id = %s", free)
+        written, texts = [], []
+        for sink, pending in batch:
+            if sink.debate_id not in ours:
+                continue
+            chunks = {key: storable("".join(parts)) for key, parts in pending.items()}
+            for key, chunk in chunks.items():
+                texts.append((sink.texts.get(key, "") + chunk, sink.turn_pks[key]))
+            written.append((sink, chunks))
+        if texts:
+            cursor.executemany(f"UPDATE {turns} SET text = %s WHERE id = %s", texts)
+    lost = [sink for sink, _ in batch if sink.debate_id not in ours]
+    return written, lost
