@@ -106,6 +106,15 @@ class _Silence(Exception):
         self.seconds = seconds
 
 
+# One SDK client per (event loop, server, key, timeout), shared by every debate that calls it: a
+# client per debate cost a TLS context and a connection pool each (5% of the web process's CPU
+# while 100 debates started, bench/README.md), and kept no connection warm between debates. httpx
+# pools belong to the loop that made them, hence the loop in the key.
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, openai.AsyncOpenAI]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 class OpenAICompatibleClient(LLMClient):
     """Streams chat completions from an OpenAI-compatible server. See the module docstring.
 
@@ -150,10 +159,6 @@ class OpenAICompatibleClient(LLMClient):
         self.key_env = key_env
         self.model_env = model_env
         self.__api_key = api_key or ""
-        # One SDK client per event loop: httpx connection pools belong to the loop that made them.
-        self._sdk: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleClient(name={self.name!r}, base_url={self.url!r}, model={self.model!r})"
@@ -164,8 +169,11 @@ class OpenAICompatibleClient(LLMClient):
         return _display_url(self.base_url)
 
     def _client(self) -> openai.AsyncOpenAI:
+        """The SDK client of this server, shared by every debate on this loop (see `_shared`)."""
         loop = asyncio.get_running_loop()
-        client = self._sdk.get(loop)
+        clients = _shared.setdefault(loop, {})
+        key = (self.base_url, self.__api_key, self.timeout)
+        client = clients.get(key)
         if client is None:
             client = openai.AsyncOpenAI(
                 base_url=self.base_url,
@@ -173,15 +181,12 @@ class OpenAICompatibleClient(LLMClient):
                 timeout=self.timeout,
                 max_retries=0,
             )
-            self._sdk[loop] = client
+            clients[key] = client
         return client
 
     async def aclose(self) -> None:
-        """Close this loop's HTTP connections (optional; they also close with the loop)."""
-        with contextlib.suppress(RuntimeError):
-            client = self._sdk.pop(asyncio.get_running_loop(), None)
-            if client is not None:
-                await client.close()
+        """Nothing to close per debate: the SDK client (its connection pool) is shared by every
+        debate that calls the same server, and closes with its loop."""
 
     # -- the call -------------------------------------------------------------------------------
 

@@ -205,8 +205,7 @@ class LocalModelClient(OpenAICompatibleClient):
 
     def _point_at(self, server: LocalModelServer) -> None:
         if server.base_url != self.base_url:
-            self.base_url = server.base_url
-            self._sdk.clear()  # SDK clients hold the old URL; the next call makes new ones
+            self.base_url = server.base_url  # SDK clients are keyed by URL: the next call gets a new one
 
     async def _attempt(
         self, messages: Sequence[Message], params: dict[str, Any], completion: Completion
