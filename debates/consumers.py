@@ -1,13 +1,16 @@
 """The live page's WebSocket: catch up once, then forward frames.
 
-Order matters: join the group *first*, then read the debate's state. Every frame is sent after
-its change committed, so any frame this consumer was not yet subscribed for is already in what it
-reads; frames numbered at or below that read are dropped, the rest forwarded: no gap, no repeat.
+Order matters: join the group *first* (through the process's hub, debates.fanout: one
+subscription per debate and language, shared by the process's viewers), then read the debate's
+state. Every frame is sent after its change committed, so any frame this viewer was not yet
+subscribed for is already in what it reads; frames numbered at or below that read are dropped, the
+rest forwarded: no gap, no repeat.
 
 Close codes the page explains (static/js/agora.js): 4404 no such debate (or not yours), 4403 the
 share link was revoked, 4429 too many open live views (per viewer and per debate, per process).
 """
 
+import asyncio
 from collections import Counter
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
@@ -21,7 +24,7 @@ from django.http import Http404
 from django.utils.translation import get_supported_language_variant
 from django.utils.translation.trans_real import parse_accept_lang_header
 
-from debates import frames
+from debates import fanout, frames
 from debates.access import via_share_only, viewable_debate
 
 NOT_FOUND, REVOKED, TOO_MANY = 4404, 4403, 4429
@@ -92,6 +95,10 @@ def viewer_language(scope) -> str:
 
 class DebateConsumer(AsyncWebsocketConsumer):
     counted = False
+    ready = False  # caught up: the hub's pump may send this viewer its outbox
+    # Frames queued past this many (a viewer whose sends cannot keep up) are dropped for one
+    # catch-up from the database, as a channel layer drops messages past its capacity.
+    OUTBOX_LIMIT = 200
 
     async def connect(self):
         self.debate_id = int(self.scope["url_route"]["kwargs"]["debate_id"])
@@ -111,11 +118,21 @@ class DebateConsumer(AsyncWebsocketConsumer):
             await self.close(code=TOO_MANY)
             return
         self.counted = True
+        self.outbox: list[dict] = []
+        self.catching_up: asyncio.Task | None = None
         self.group = frames.group(self.debate_id, viewer_language(self.scope))
         self.seen = _int(query.get("after", ["-1"])[0])
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.subscription = await fanout.hub().join(self.channel_layer, self.group, self)
         await self.accept()
-        await self._catch_up()
+        missed = self.subscription.since(self.seen)
+        if missed is not None:
+            # Everything after the page's seq passed through this process's subscription: no read.
+            # (Every frame reaches the subscription's list and this outbox in one step, so the
+            # list holds all that the outbox does.)
+            self.outbox = missed
+        else:
+            await self._catch_up()
+        self._ready()
 
     async def _catch_up(self):
         snap = await database_sync_to_async(frames.snapshot)(self.debate_id)
@@ -125,28 +142,50 @@ class DebateConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=await database_sync_to_async(frames.full_in)(snap, language))
         self.seen = snap.seq
 
+    def _ready(self) -> None:
+        self.ready = True
+        self.subscription.wake.set()
+
+    async def send_outbox(self) -> None:
+        """What the hub queued for this viewer since its last send, as one message: frames it
+        already has are dropped, a gap (frames lost past the outbox limit or by the channel layer)
+        is filled from the database, which already holds the missing change."""
+        queued, self.outbox = self.outbox, []
+        parts = []
+        for message in queued:
+            if message["type"] == "debate.revoked":
+                if self.shared_only:
+                    self.ready = False
+                    await self.close(code=REVOKED)
+                    return
+                continue
+            seq = message["seq"]
+            if seq <= self.seen:
+                continue
+            if seq > self.seen + 1 or len(queued) > self.OUTBOX_LIMIT:
+                # Every change is one frame, so a gap means a frame never arrived.
+                self.ready = False
+                self.catching_up = asyncio.ensure_future(self._refill())
+                break
+            self.seen = seq
+            parts.append(message["html"])
+        if parts:
+            await self.send(text_data="".join(parts))
+
+    async def _refill(self) -> None:
+        """A catch-up outside the hub's pump, so other viewers are not kept waiting for it."""
+        await self._catch_up()
+        self._ready()
+
     async def disconnect(self, code):
+        self.ready = False
         if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await fanout.hub().leave(self.channel_layer, self.group, self)
+        if getattr(self, "catching_up", None):
+            self.catching_up.cancel()
         if self.counted:
             self.counted = False
             counts.give_back(self.viewer, self.debate_id)
-
-    async def debate_frame(self, event):
-        if event["seq"] <= self.seen:
-            return
-        if event["seq"] > self.seen + 1:
-            # Every change is one frame, so a gap means a frame never arrived (a channel layer
-            # drops frames for a viewer that fell behind its capacity): catch up from the database,
-            # which already holds this frame's change.
-            await self._catch_up()
-            return
-        self.seen = event["seq"]
-        await self.send(text_data=event["html"])
-
-    async def debate_revoked(self, event):
-        if self.shared_only:
-            await self.close(code=REVOKED)
 
     async def receive(self, text_data=None, bytes_data=None):
         """The page sends nothing the server acts on; forms go through HTTP views."""
