@@ -62,7 +62,7 @@ lint: dev-venv
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: dev-venv
-	$(BIN)/python bench/run.py $(ARGS)
+	$(BIN)/python bench/run.py --workers $(ARGS)
 
 # Debian packages the browser and scale-out tests use (CI runs these as root before `make test`):
 # Chromium (+ CJK fonts for screenshots), Redis and PostgreSQL; `services` starts the latter two.

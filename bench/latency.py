@@ -157,6 +157,9 @@ def latencies(requests: list[dict], viewers: list[Viewer], db) -> dict:
     samples: list[float] = []
     steady: list[float] = []  # tokens written once every viewer was connected
     steady_from = max((v.opened for v in viewers), default=0.0)
+    # Settled: every viewer has its first message (its page's catch-up), so the joins' work is done.
+    settled: list[float] = []
+    settled_from = max((v.frames[0][0] for v in viewers if v.frames), default=0.0)
     missing = unmatched = 0
     for r in requests:
         where = index.get(_key(r["messages"]))
@@ -182,6 +185,8 @@ def latencies(requests: list[dict], viewers: list[Viewer], db) -> dict:
                     samples.append(times[i] - written)
                     if written > steady_from:
                         steady.append(times[i] - written)
+                    if written > settled_from:
+                        settled.append(times[i] - written)
     return {
         "samples": len(samples),
         "p50_ms": 1000 * percentile(samples, 50) if samples else None,
@@ -192,6 +197,9 @@ def latencies(requests: list[dict], viewers: list[Viewer], db) -> dict:
         "steady_samples": len(steady),
         "steady_p50_ms": 1000 * percentile(steady, 50) if steady else None,
         "steady_p99_ms": 1000 * percentile(steady, 99) if steady else None,
+        "settled_samples": len(settled),
+        "settled_p50_ms": 1000 * percentile(settled, 50) if settled else None,
+        "settled_p99_ms": 1000 * percentile(settled, 99) if settled else None,
         "missing": missing,
         "unmatched_requests": unmatched,
     }
@@ -262,7 +270,16 @@ def run_level(
 ) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     fake.reset()
-    extra = {"AGORA_MAX_RUNNING_PER_USER": "100000", "DEBUG": "0", "LOG_LEVEL": "WARNING", **(env or {})}
+    # One user starts every debate and opens every viewer: the per-user and per-debate caps would
+    # refuse most of them.
+    extra = {
+        "AGORA_MAX_RUNNING_PER_USER": "100000",
+        "AGORA_WS_PER_USER": "100000",
+        "AGORA_WS_PER_DEBATE": "100000",
+        "DEBUG": "0",
+        "LOG_LEVEL": "WARNING",
+        **(env or {}),
+    }
     server = AgoraServer(workdir, fake.base_url, template_db, **extra)
     os.sync()  # the fresh copy of the database on disk, so the first checkpoint does not flush it
     server.start(timeout=60)

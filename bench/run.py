@@ -52,6 +52,10 @@ GOALS = {
     "p99_ms": 100.0,
     "growth_ratio_at_8": 0.3,
     "commits_per_token": 0.3,
+    "scale_debates": 100,  # one daphne must hold this many debates within p50/p99
+    "popular_p99_ms": 250.0,
+    "workers_per_worker": 20,
+    "workers_scaling": 0.10,  # two workers hold twice one worker's count, ± this share
 }
 WORKERS_README_MARK = "bench:workers"
 
@@ -109,31 +113,81 @@ def run_inproc(work: Path, template: Path, args) -> dict:
     return json.loads(out.read_text())
 
 
+def level_passes(r: dict) -> bool:
+    return (
+        r["p50_ms"] is not None
+        and r["p50_ms"] <= GOALS["p50_ms"]
+        and r["p99_ms"] <= GOALS["p99_ms"]
+        and not r["viewer_error_count"]
+        and not r["missing"]
+    )
+
+
 def run_latency(work: Path, template: Path, args) -> dict:
+    """The fixed levels, then the search for the largest count within the goal: upward from the
+    goal's count in steps of 50 while it passes; below it, bisected between the largest count that
+    passed and the smallest that missed (within `--search-steps` more levels)."""
     from bench.latency import run_level
 
     fake = FakeProcess(args.token_delay, args.reply_tokens, work).start()
     levels = {}
+
+    def level(n: int) -> bool:
+        print(f"  latency: {n} debate(s) × {args.viewers} viewers …", file=sys.stderr, flush=True)
+        levels[str(n)] = lv = run_level(
+            fake, template, work / f"latency-{n}", n, viewers_per=args.viewers, rounds=args.rounds
+        )
+        print(
+            f"  latency: {n}: p50 {_ms(lv['p50_ms'])} p99 {_ms(lv['p99_ms'])} in {lv['elapsed_s']:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+        return level_passes(lv)
+
+    popular = {}
     try:
-        for n in args.levels:
-            print(f"  latency: {n} debate(s) × {args.viewers} viewers …", file=sys.stderr, flush=True)
-            levels[str(n)] = run_level(
-                fake, template, work / f"latency-{n}", n, viewers_per=args.viewers, rounds=args.rounds
+        passed = {n: level(n) for n in args.levels}
+        steps = args.search_steps
+        if steps:
+            n = GOALS["scale_debates"]
+            if n not in passed:
+                passed[n] = level(n)
+            while passed[n] and steps:
+                n += 50
+                passed[n] = level(n)
+                steps -= 1
+            while steps:
+                good = max((k for k, ok in passed.items() if ok), default=0)
+                bad = min((k for k, ok in passed.items() if not ok and k > good), default=None)
+                if bad is None or bad - good <= max(2, good // 10):
+                    break
+                middle = (good + bad) // 2 if good else max(1, bad // 2)
+                passed[middle] = level(middle)
+                steps -= 1
+        for viewers in args.popular:
+            print(f"  popular page: 1 debate × {viewers} viewers …", file=sys.stderr, flush=True)
+            popular[str(viewers)] = lv = run_level(
+                fake,
+                template,
+                work / f"popular-{viewers}",
+                1,
+                viewers_per=viewers,
+                rounds=args.popular_rounds,
+                timeout=600,
             )
-            lv = levels[str(n)]
-            print(
-                f"  latency: {n}: p50 {_ms(lv['p50_ms'])} p99 {_ms(lv['p99_ms'])} in {lv['elapsed_s']:.1f}s",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"  popular page: {viewers}: p99 {_ms(lv['p99_ms'])}", file=sys.stderr, flush=True)
     finally:
         fake.stop()
+    best = max((n for n, r in levels.items() if level_passes(r)), key=int, default=None)
     return {
         "token_delay": args.token_delay,
         "reply_tokens": args.reply_tokens,
         "rounds": args.rounds,
         "viewers_per_debate": args.viewers,
-        "levels": levels,
+        "levels": dict(sorted(levels.items(), key=lambda item: int(item[0]))),
+        "max_debates_within_goal": int(best) if best is not None else None,
+        "popular_rounds": args.popular_rounds,
+        "popular": popular,
     }
 
 
@@ -172,6 +226,74 @@ def table(headers: list[str], rows: list[list]) -> str:
     rule = "  ".join("-" * w for w in widths)
     body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join([line, rule, *body])
+
+
+def popular_passes(r: dict) -> bool:
+    p99 = r.get("settled_p99_ms")
+    return p99 is not None and p99 <= GOALS["popular_p99_ms"] and not r["viewer_error_count"] and not r["missing"]
+
+
+def scale_goals(results: dict) -> list[list]:
+    """The scale goals, one line each: what was measured and whether it meets the goal."""
+    rows = []
+    lat = results.get("latency") or {}
+    levels = lat.get("levels", {})
+    n = GOALS["scale_debates"]
+    if str(n) in levels:
+        r = levels[str(n)]
+        best = lat.get("max_debates_within_goal")
+        rows.append(
+            [
+                f"{n} debates on one daphne: p50 ≤ {GOALS['p50_ms']:.0f} ms, p99 ≤ {GOALS['p99_ms']:.0f} ms, "
+                "no failed viewer",
+                f"p50 {_ms(r['p50_ms'])}, p99 {_ms(r['p99_ms'])}, {r['viewer_error_count']} failed; "
+                f"largest count within: {best if best is not None else 'none'}",
+                _verdict(level_passes(r)),
+            ]
+        )
+    low = levels.get("10")
+    high = levels.get(str(n))
+    if low and high and low.get("cpu_s_per_1000_tokens") and high.get("cpu_s_per_1000_tokens"):
+        a, b = low["cpu_s_per_1000_tokens"], high["cpu_s_per_1000_tokens"]
+        rows.append(
+            [f"CPU per 1,000 tokens at {n} debates ≤ at 10", f"{b:.2f} s at {n}, {a:.2f} s at 10", _verdict(b <= a)]
+        )
+    popular = lat.get("popular") or {}
+    if popular:
+        within = [int(v) for v, r in popular.items() if popular_passes(r)]
+        tried = max(int(v) for v in popular)
+        rows.append(
+            [
+                f"a popular page: viewers of one debate within settled p99 ≤ {GOALS['popular_p99_ms']:.0f} ms "
+                f"(tried up to {tried})",
+                f"{max(within) if within else 'none'}",
+                _verdict(bool(within) and max(within) == tried),
+            ]
+        )
+    w = results.get("workers")
+    if w and "counts" in w:
+        found = {int(k): v["max_debates_within_goal"] for k, v in w["counts"].items()}
+        one, two = found.get(1), found.get(2)
+        per = GOALS["workers_per_worker"]
+        rows.append(
+            [
+                f"worker mode: ≥ {per} debates per worker",
+                f"{one if one is not None else 'none'} with 1 worker",
+                _verdict(one is not None and one >= per),
+            ]
+        )
+        if one and two is not None:
+            ratio = two / one
+            rows.append(
+                [
+                    f"two workers hold 2× one worker's count (± {GOALS['workers_scaling']:.0%})",
+                    f"{two} with 2 workers ({ratio:.2f}×)",
+                    _verdict(abs(ratio - 2) <= 2 * GOALS["workers_scaling"]),
+                ]
+            )
+    elif w and "skipped" in w:
+        rows.append(["worker mode (PostgreSQL + Redis)", f"skipped: {w['skipped']}", "—"])
+    return rows
 
 
 def report(results: dict) -> str:
@@ -213,14 +335,7 @@ def report(results: dict) -> str:
     if lat:
         rows = []
         for n, r in lat["levels"].items():
-            ok = None
-            if r["p50_ms"] is not None:
-                ok = (
-                    r["p50_ms"] <= GOALS["p50_ms"]
-                    and r["p99_ms"] <= GOALS["p99_ms"]
-                    and not r["viewer_error_count"]
-                    and not r["missing"]
-                )
+            ok = level_passes(r) if r["p50_ms"] is not None else None
             rows.append(
                 [
                     n,
@@ -265,6 +380,51 @@ def report(results: dict) -> str:
                 rows,
             )
         )
+    if lat and lat.get("popular"):
+        rows = []
+        for n, r in lat["popular"].items():
+            ok = popular_passes(r)
+            rows.append(
+                [
+                    n,
+                    r["viewer_error_count"],
+                    r["streamed_tokens"],
+                    r["samples"],
+                    f"{_ms(r['p50_ms'])} / {_ms(r['p99_ms'])}",
+                    f"{_ms(r['settled_p50_ms'])} / {_ms(r['settled_p99_ms'])}",
+                    _ms(r["max_ms"]),
+                    r["missing"],
+                    r["frames_received"],
+                    f"≤ {GOALS['popular_p99_ms']:.0f} ms",
+                    _verdict(ok),
+                    f"{100 * r['server_cpu_utilisation']:.0f}%",
+                ]
+            )
+        parts.append(
+            f"\n2b. A popular page — one duel of {lat['popular_rounds']} rounds on one daphne, N viewers (each loads "
+            "the page, then its WebSocket, all at once); latency from each viewer's connection on; settled: tokens "
+            "written once every viewer had its first message (the joins' page loads and catch-ups done)\n"
+            + table(
+                [
+                    "viewers",
+                    "failed",
+                    "tokens",
+                    "samples",
+                    "p50/p99 (all)",
+                    "p50/p99 (settled)",
+                    "max",
+                    "missed",
+                    "messages",
+                    "goal p99",
+                    "",
+                    "server CPU",
+                ],
+                rows,
+            )
+        )
+    goals = scale_goals(results)
+    if goals:
+        parts.append("\nScale goals (issue #18)\n" + table(["goal", "measured", ""], goals))
     if inproc and "token_growth" in inproc:
         tg = inproc["token_growth"]
         rows = []
@@ -450,6 +610,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token-delay", type=float, default=0.03, help="seconds between tokens (latency)")
     parser.add_argument("--reply-tokens", type=int, default=100, help="reply length before field lines (latency)")
     parser.add_argument("--rounds", type=int, default=1, help="duel rounds per latency debate")
+    parser.add_argument(
+        "--search-steps", type=int, default=3, help="latency levels beyond --levels to find the largest count (0: none)"
+    )
+    parser.add_argument("--popular", default="100,300,1000", help="viewers of one shared debate (empty: skip)")
+    parser.add_argument("--popular-rounds", type=int, default=3, help="duel rounds of the popular debate")
     parser.add_argument("--critical-token-delay", type=float, default=0.01)
     parser.add_argument("--critical-reply-tokens", type=int, default=150)
     parser.add_argument("--skip-inproc", action="store_true", help="skip sections 1, 3 and 4")
@@ -467,6 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    args.popular = [int(x) for x in args.popular.split(",") if x.strip()]
     args.workers_counts = [int(x) for x in args.workers_counts.split(",") if x.strip()]
     args.workers_levels = [int(x) for x in args.workers_levels.split(",") if x.strip()]
 

@@ -177,9 +177,16 @@ def services_ok() -> str:
     return ""
 
 
-def cluster_env(conn_max_age: int = 600) -> dict:
+def database_env(conn_max_age: int) -> dict:
+    """0: the production default, psycopg's pool; else persistent connections without the pool."""
+    return {"DATABASE_POOL": "0", "DATABASE_CONN_MAX_AGE": str(conn_max_age)} if conn_max_age else {}
+
+
+def cluster_env(conn_max_age: int = 0) -> dict:
     return {
-        "DATABASE_CONN_MAX_AGE": str(conn_max_age),
+        **database_env(conn_max_age),
+        "AGORA_WS_PER_USER": "100000",
+        "AGORA_WS_PER_DEBATE": "100000",
         "REDIS_URL": REDIS,
         "AGORA_RUNNER": "worker",
         "AGORA_MAX_RUNNING_PER_USER": "100000",
@@ -305,7 +312,7 @@ def run_workers(
     max_debates: int = 256,
     threads: int = 32,
     timeout: float = 120,
-    conn_max_age: int = 600,
+    conn_max_age: int = 0,
     web_conn_max_age: int = 0,
     log=print,
 ) -> dict:
@@ -342,15 +349,12 @@ def run_workers(
             url = _url(name)
             kdir = work / f"workers-{k}"
             kdir.mkdir(parents=True, exist_ok=True)
-            # Persistent connections only in the workers: under ASGI every request runs on a thread
-            # of its own, and its kept connection would outlive the thread (PostgreSQL's 100 slots
-            # run out); Django wants CONN_MAX_AGE=0 there.
+            # By default every process uses psycopg's pool (the production settings). Persistent
+            # connections (--conn-max-age) only ever in the workers: under ASGI every request runs
+            # on a thread of its own, and its kept connection would outlive the thread.
+            web_env = {k: v for k, v in env.items() if k not in ("DATABASE_POOL", "DATABASE_CONN_MAX_AGE")}
             web = AgoraServer(
-                kdir,
-                fake.base_url,
-                database_url=url,
-                name="web",
-                **{**env, "DATABASE_CONN_MAX_AGE": str(web_conn_max_age)},
+                kdir, fake.base_url, database_url=url, name="web", **web_env, **database_env(web_conn_max_age)
             )
             workers = [BenchWorker(kdir, fake.base_url, database_url=url, name=f"worker{i}", **env) for i in range(k)]
             for worker in workers:
@@ -422,7 +426,9 @@ if __name__ == "__main__":
     parser.add_argument("--token-delay", type=float, default=0.03)
     parser.add_argument("--reply-tokens", type=int, default=100)
     parser.add_argument("--threads", type=int, default=32)
-    parser.add_argument("--conn-max-age", type=int, default=600, help="the workers' DATABASE_CONN_MAX_AGE")
+    parser.add_argument(
+        "--conn-max-age", type=int, default=0, help="the workers' DATABASE_CONN_MAX_AGE (0: the connection pool)"
+    )
     parser.add_argument("--web-conn-max-age", type=int, default=0, help="the web process's (leaks under ASGI)")
     args = parser.parse_args()
     workdir = ROOT / "bench" / "out" / "work-workers"
