@@ -40,9 +40,7 @@ async def _scenario():
     await asyncio.sleep(0)
     await kept.flush()
     assert kept.flusher.stats["flushes"] == flushes + 1
-    texts = {
-        pk: text async for pk, text in Turn.objects.filter(key="duel:1:a").values_list("debate_id", "text")
-    }
+    texts = {pk: text async for pk, text in Turn.objects.filter(key="duel:1:a").values_list("debate_id", "text")}
     seqs = {pk: seq async for pk, seq in Debate.objects.values_list("pk", "seq")}
     return kept, taken, lost, texts, seqs
 
