@@ -67,12 +67,16 @@ class Viewer:
     opened: float = 0.0
     frames: list[tuple[float, str]] = field(default_factory=list)
     error: str = ""
+    late: bool = False  # arrived after the debate ended
 
 
 async def watch(viewer: Viewer, browser: Browser, port: int, pool: ThreadPoolExecutor, timeout: float) -> None:
     loop = asyncio.get_running_loop()
     try:
         page = await loop.run_in_executor(pool, browser.get, f"/debates/{viewer.debate}/")
+        if ENDED.search(page):
+            viewer.late = True  # the page already holds the whole debate: no socket, no samples
+            return
         seq = SEQ.search(page).group(1)
         url = f"ws://127.0.0.1:{port}/ws/debates/{viewer.debate}/?after={seq}"
         headers = {"Cookie": browser.cookie_header}
@@ -298,6 +302,7 @@ def run_level(
             "viewers": len(viewers),
             "viewer_errors": [v.error for v in viewers if v.error][:5],
             "viewer_error_count": sum(1 for v in viewers if v.error),
+            "viewers_late": sum(1 for v in viewers if v.late),
             "frames_received": sum(len(v.frames) for v in viewers),
             "requests": len(requests),
             "streamed_tokens": tokens,
