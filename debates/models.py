@@ -214,6 +214,17 @@ class Debate(models.Model):
     def get_absolute_url(self):
         return reverse("debates:live", args=[self.pk])
 
+    def usage(self) -> dict:
+        """Tokens and money as the exports and the API give them."""
+        return {
+            "prompt": self.prompt_tokens,
+            "completion": self.completion_tokens,
+            "estimated": self.tokens_estimated,
+            "cap": self.token_cap,
+            "cost_usd": self.cost,
+            "cost_unknown": self.cost_unknown,
+        }
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens

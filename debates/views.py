@@ -339,14 +339,7 @@ def export_payload(debate: Debate, user) -> dict:
         "warnings": debate.warnings,
         "created_at": debate.created_at.isoformat(),
         "finished_at": debate.finished_at.isoformat() if debate.finished_at else None,
-        "tokens": {
-            "prompt": debate.prompt_tokens,
-            "completion": debate.completion_tokens,
-            "estimated": debate.tokens_estimated,
-            "cap": debate.token_cap,
-            "cost_usd": debate.cost,
-            "cost_unknown": debate.cost_unknown,
-        },
+        "tokens": debate.usage(),
         "seats": [
             {"persona": s.persona.slug, "name": s.persona.name, "position": s.position, "model": s.model}
             for s in debate.seats.select_related("persona")

@@ -116,14 +116,7 @@ def _status(debate: Debate, internals: bool) -> dict:
     return {
         "status": debate.status,
         "detail": error_for(tr(debate.status_text or debate.status_detail), internals),
-        "tokens": {
-            "prompt": debate.prompt_tokens,
-            "completion": debate.completion_tokens,
-            "estimated": debate.tokens_estimated,
-            "cap": debate.token_cap,
-            "cost_usd": debate.cost,
-            "cost_unknown": debate.cost_unknown,
-        },
+        "tokens": debate.usage(),
     }
 
 

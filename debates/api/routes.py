@@ -115,14 +115,7 @@ def _detail(request, debate: Debate) -> dict:
         **_summary(request, debate),
         "status_detail": error_for(tr(debate.status_text or debate.status_detail), internals),
         "options": strip_invisible_deep(debate.options),
-        "tokens": {
-            "prompt": debate.prompt_tokens,
-            "completion": debate.completion_tokens,
-            "estimated": debate.tokens_estimated,
-            "cap": debate.token_cap,
-            "cost_usd": debate.cost,
-            "cost_unknown": debate.cost_unknown,
-        },
+        "tokens": debate.usage(),
         "can_control": access.can_control(request.user, debate),
         "turns": [
             {
