@@ -10,6 +10,7 @@ then unknown, and said so). The bundled local model and a person cost nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 
@@ -27,25 +28,30 @@ class Price:
         return self.input, self.output
 
 
-def from_table(model: str, base_url: str = "") -> Price | None:
-    """The offline table's price for `model` (at `base_url`, which tells providers apart)."""
+def from_table(model: str, base_url: str = "", when: datetime | None = None) -> Price | None:
+    """The offline table's price for `model` (at `base_url`, which tells providers apart) for a call
+    made `when` (default: now). Some providers price by the hour: DeepSeek charges half off-peak,
+    16:30–00:30 UTC."""
     from genai_prices import Usage, calc_price
 
     if not model:
         return None
     try:
         found = calc_price(
-            Usage(input_tokens=1_000_000, output_tokens=1_000_000), model_ref=model, provider_api_url=base_url or None
+            Usage(input_tokens=1_000_000, output_tokens=1_000_000),
+            model_ref=model,
+            provider_api_url=base_url or None,
+            genai_request_timestamp=when,
         )
     except LookupError:
         return None
     return Price(float(found.input_price), float(found.output_price), "genai-prices")
 
 
-def for_provider(provider, model: str) -> Price | None:
+def for_provider(provider, model: str, when: datetime | None = None) -> Price | None:
     if provider.input_price is not None and provider.output_price is not None:
         return Price(float(provider.input_price), float(provider.output_price), "admin")
-    return from_table(model or provider.default_model, provider.base_url)
+    return from_table(model or provider.default_model, provider.base_url, when)
 
 
 def for_default(model: str) -> Price | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -71,10 +72,13 @@ def _priced_panel() -> FakeLLM:
 
 def test_prices_come_from_the_provider_then_the_table(db):
     deepseek = Provider(name="deepseek", base_url="https://api.deepseek.com/v1", default_model="deepseek-chat")
+    # The table prices DeepSeek by the hour: the full price at 10:00 UTC, half off-peak at 18:00.
+    peak, off_peak = datetime(2026, 12, 1, 10, tzinfo=UTC), datetime(2026, 12, 1, 18, tzinfo=UTC)
     assert (
-        prices.for_provider(deepseek, "").pair == (0.27, 1.1)
-        and prices.for_provider(deepseek, "").source == "genai-prices"
+        prices.for_provider(deepseek, "", peak).pair == (0.27, 1.1)
+        and prices.for_provider(deepseek, "", peak).source == "genai-prices"
     )
+    assert prices.for_provider(deepseek, "", off_peak).pair == (0.135, 0.55)
     deepseek.input_price, deepseek.output_price = 0.5, 0.7
     assert prices.for_provider(deepseek, "") == prices.Price(0.5, 0.7, "admin")
     assert prices.from_table("no-such-model-anywhere") is None
