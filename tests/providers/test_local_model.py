@@ -52,7 +52,8 @@ def stop_servers():
 def fake_command(token_delay: float = 0.0):
     def command(port: int, api_key: str) -> list[str]:
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from testkit.fake_openai import main; main()"
-        return [sys.executable, "-c", code, "--port", str(port), "--api-key", api_key]
+        # `=`: the random key may begin with "-", which argparse would take for an option.
+        return [sys.executable, "-c", code, "--port", str(port), f"--api-key={api_key}"]
 
     def with_delay(port: int, api_key: str) -> list[str]:
         return command(port, api_key) + ["--token-delay", str(token_delay)]
