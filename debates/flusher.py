@@ -45,7 +45,7 @@ class Flusher:
         self.lock = asyncio.Lock()
         self.task: asyncio.Task | None = None
         self.last = float("-inf")  # loop time of the last flush
-        self.stats = {"flushes": 0, "debates": 0}
+        self.stats = {"flushes": 0}
 
     def want(self, sink: DjangoSink) -> None:
         """`sink` has pending deltas: flush them within the interval. The first delta after a quiet
@@ -79,7 +79,6 @@ class Flusher:
                     return
                 written, lost = await database_sync_to_async(write)(batch)
                 self.stats["flushes"] += 1
-                self.stats["debates"] += len(written)
                 for sink, chunks in written:
                     await sink.send_deltas(chunks)
             for sink in lost:

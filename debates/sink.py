@@ -103,7 +103,6 @@ class DjangoSink:
         self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
 
     async def open(self) -> None:
-        self.flusher = flusher_for(self.frame_interval)
         self.seq, self.position, self.section, self.turn_pks, self.debate = await database_sync_to_async(self._load)()
 
     def _load(self):
@@ -122,7 +121,7 @@ class DjangoSink:
             return
         if self.echo:
             await self.echo.emit(event)
-        if self.flusher is None:
+        if self.flusher is None:  # the loop's, found on first use (an emit may come before open)
             self.flusher = flusher_for(self.frame_interval)
         if isinstance(event, ev.TextDelta):
             self.pending.setdefault(event.key, []).append(event.text)
