@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from testkit.fake_openai import default_reply
 from testkit.servers import REDIS, AgoraServer, AgoraWorker, postgres_database, prepare_database, redis_ok
 from tests.conftest import require_or_skip
 from tests.web.browser import assert_exactly_once, export, log_in, observe_stream, start
@@ -59,7 +60,10 @@ def _messages_key(messages) -> str:
 
 async def test_two_webs_two_workers_survive_a_worker_killed_mid_turn(cluster, browser_page, fake_llm):
     (web_a, web_b), workers, url = cluster
+    # Turns of about 150 tokens at 20 ms (3 s each): long enough that the kill lands inside one.
+    # The same messages get the same text, so the resumed turn's text is known in advance.
     fake_llm.token_delay = 0.02
+    fake_llm.script = lambda body: " ".join([default_reply(body)] * 5)
     page = browser_page
     await log_in(page, web_a)
     pk = await start(page, web_a, "念佛与参禅，哪条路更适合现代人修行？", rounds="2")
@@ -77,9 +81,13 @@ async def test_two_webs_two_workers_survive_a_worker_killed_mid_turn(cluster, br
     pid = _runner_pid(url, pk)
     victim = next(w for w in workers if w.process.pid == pid)
     survivor = next(w for w in workers if w is not victim)
-    before = await export(page, web_b, pk)
+    for _ in range(100):  # between two turns none is running: wait for the next to begin
+        before = await export(page, web_b, pk)
+        interrupted = [t["key"] for t in before["turns"] if t["state"] == "running"]
+        if interrupted:
+            break
+        await asyncio.sleep(0.05)
     victim.kill()
-    interrupted = [t["key"] for t in before["turns"] if t["state"] == "running"]
     assert interrupted, "the worker was killed mid-turn"
 
     await observe_stream(page, 1.5, observed)  # the stale lease is noticed, the survivor resumes
