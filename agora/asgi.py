@@ -15,6 +15,10 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
 from debates.runner import ServerLoopMiddleware  # noqa: E402
+from debates.warm import warm_up  # noqa: E402
+
+# What the first debate would load on the server loop, while viewers wait for frames.
+warm_up()
 
 application = ServerLoopMiddleware(
     ProtocolTypeRouter(

@@ -115,6 +115,13 @@ _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, openai
 )
 
 
+def load_http_stack() -> None:
+    """Build and drop one SDK client: the SDK imports its HTTP transport and its chat resources on
+    first use, which would otherwise happen on the event loop mid-debate (see `debates.warm`)."""
+    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=_NO_KEY, max_retries=0)
+    client.chat.completions.with_streaming_response  # noqa: B018 - the attribute imports the resources
+
+
 class OpenAICompatibleClient(LLMClient):
     """Streams chat completions from an OpenAI-compatible server. See the module docstring.
 

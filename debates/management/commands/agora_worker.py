@@ -24,6 +24,7 @@ from django_tasks_db.management.commands.db_worker import Worker
 
 from debates import control, leases, tasks
 from debates.runner import debate_loop
+from debates.warm import warm_up
 
 log = logging.getLogger("debates.worker")
 
@@ -42,6 +43,7 @@ class Command(BaseCommand):
         if settings.TASKS["default"]["BACKEND"] != "django_tasks_db.DatabaseBackend":
             raise CommandError("set AGORA_RUNNER=worker (and a shared DATABASE_URL) to run workers")
         worker_id = options["worker_id"] or leases.new_runner_id().rsplit(":", 1)[0]
+        warm_up()  # before the first claim: its imports would stall the debates already streaming
         loop = asyncio.new_event_loop()
         threading.Thread(target=loop.run_forever, name="debates-loop", daemon=True).start()
         debate_loop.server_loop = loop
