@@ -68,6 +68,7 @@ class Viewer:
     frames: list[tuple[float, str]] = field(default_factory=list)
     error: str = ""
     late: bool = False  # arrived after the debate ended
+    page: tuple[float, str] | None = None  # (received, HTML): the text the page itself carried
 
 
 async def watch(viewer: Viewer, browser: Browser, port: int, pool: ThreadPoolExecutor, timeout: float) -> None:
@@ -77,6 +78,8 @@ async def watch(viewer: Viewer, browser: Browser, port: int, pool: ThreadPoolExe
         if ENDED.search(page):
             viewer.late = True  # the page already holds the whole debate: no socket, no samples
             return
+        # A page loaded mid-turn already holds that turn's text: what the frames add goes after it.
+        viewer.page = (time.monotonic(), page)
         seq = SEQ.search(page).group(1)
         url = f"ws://127.0.0.1:{port}/ws/debates/{viewer.debate}/?after={seq}"
         headers = {"Cookie": browser.cookie_header}
@@ -157,7 +160,7 @@ def latencies(requests: list[dict], viewers: list[Viewer], db) -> dict:
     by_debate: dict[int, list[Viewer]] = defaultdict(list)
     for v in viewers:
         by_debate[v.debate].append(v)
-    covers = {id(v): coverage(v.frames) for v in viewers}
+    covers = {id(v): coverage(([v.page] if v.page else []) + v.frames) for v in viewers}
     samples: list[float] = []
     steady: list[float] = []  # tokens written once every viewer was connected
     steady_from = max((v.opened for v in viewers), default=0.0)
