@@ -1,13 +1,13 @@
 """Load at start-up what a process would otherwise load during its first debate.
 
 Measured on a fresh worker (bench/README.md, "Cold start"): its first debates' streams all stalled
-for 150–280 ms, once, mid-turn. Python's audit hook showed why: the event loop that streams every
+for 220–280 ms, once, mid-turn. Python's audit hook showed why: the event loop that streams every
 debate imported the openai SDK's HTTP stack (httpcore2, h11, h2, anyio's streams) on the first
 request and the Redis client with channels-redis on the first frame, and the database thread that
 writes every debate's text imported the price table (genai-prices: 0.25 s, then its data on the
 first lookup). Paid here instead: by the web process (`agora/asgi.py`) and each worker
-(`manage.py agora_worker`) before they serve anything. Not by other commands or tests, which never
-stream to viewers.
+(`manage.py agora_worker`) before they serve anything; not by other management commands, which
+never stream to viewers (a test process that imports `agora.asgi` pays it once).
 
 Then the garbage collector: a fresh process holds some 400,000 objects that live as long as it
 does, and each of Python's full collections walked them all, 190–225 ms on 2 cores, stopping every

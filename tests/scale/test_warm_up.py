@@ -1,10 +1,10 @@
 """A process that serves debates loads what its first debate needs before it serves (debates.warm):
-measured cold, a worker's first debates all stalled 150–280 ms mid-stream while its event loop
+measured cold, a worker's first debates all stalled 220–280 ms mid-stream while its event loop
 imported the SDK's HTTP stack and the Redis client, and its database thread the price table.
 
 Each case runs in a fresh interpreter (this one has imported everything long ago), streams one
-reply from the fake server over loopback, sends one message through the channel layer and prices a
-call, and reports which modules that imported; and how many objects a full garbage collection
+reply from the fake server over loopback, sends one message through the channel layer, prices a
+call and resolves a URL, and reports which modules that imported; and how many objects a full garbage collection
 walked after start-up (each walk stopped every thread for ~200 ms when it was all of them)."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import asyncio, gc, json, sys
 import django
 django.setup()
 from channels.layers import get_channel_layer
+from django.urls import resolve
 from debates import prices
 from debates.providers.openai_compat import OpenAICompatibleClient
 
@@ -49,6 +50,7 @@ async def first_debate():
     received = await layer.receive(name)
     await layer.group_discard("warm-up-test", name)
     await asyncio.to_thread(prices.from_table, "gpt-4o-mini")
+    await asyncio.to_thread(resolve, "/")  # a first page view imports every view module
     return received["html"]
 
 text = asyncio.run(first_debate())
