@@ -12,8 +12,8 @@ def _digest(token: str) -> str:
 
 class SetupToken(models.Model):
     """While no account exists, `manage.py setup_link` (run by `make run`) makes one of these and
-    prints its link; opening it creates the first account. Only a hash is stored, so reading the
-    database does not give the link away; a new link replaces the old one."""
+    prints its link; opening it creates the first account (`agora.setup`). Only a hash is stored,
+    so reading the database does not give the link away; a new link replaces the old one."""
 
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -29,5 +29,12 @@ class SetupToken(models.Model):
         return token
 
     @classmethod
-    def matches(cls, token: str) -> bool:
-        return bool(token) and cls.objects.filter(digest=_digest(token)).exists()
+    def claim(cls, token: str) -> bool:
+        """Spend the link: true for exactly one of any number of simultaneous claims. One DELETE
+        decides (PostgreSQL makes a second one wait for the first's commit, then finds no row;
+        SQLite runs one write transaction at a time), so call it inside the transaction whose work
+        the link allows: if that work fails, the link is not spent."""
+        if not token:
+            return False
+        deleted, _ = cls.objects.filter(digest=_digest(token)).delete()
+        return deleted == 1

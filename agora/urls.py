@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from agora.setup import Login, setup
+from agora.setup import Login, old_setup_link, setup
 from debates.api import pages as api_pages
 from debates.api.routes import api
 
@@ -9,7 +9,8 @@ from debates.api.routes import api
 admin.site.site_header = admin.site.site_title = "Agora"
 
 urlpatterns = [
-    path("setup/<str:token>/", setup, name="setup"),
+    path("setup/", setup, name="setup"),
+    path("setup/<str:token>/", old_setup_link),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("accounts/login/", Login.as_view(), name="login"),

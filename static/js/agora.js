@@ -30,6 +30,14 @@
     }
   });
 
+  // The setup link carries its code after "#", which no request (so no access log) contains:
+  // copy it into the form, which posts it, and take it off the address bar and the history.
+  var setupCode = document.getElementById("id_code");
+  if (setupCode && setupCode.form && setupCode.form.hasAttribute("data-setup") && location.hash.length > 1) {
+    if (!setupCode.value) setupCode.value = decodeURIComponent(location.hash.slice(1));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
   // A character counter for a field that names one (data-counter: the counter's id; data-max).
   // Counts code points, as the server does, so an emoji is one; going over turns it red, and the
   // server refuses the question with its error beside the field (nothing is cut silently).

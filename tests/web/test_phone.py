@@ -187,6 +187,6 @@ def fresh_agora(tmp_path_factory, template_db, fake_llm_server):
 
 async def test_setup_page(chromium, fresh_agora, view):
     page = await open_page(chromium, view)
-    await page.goto(f"{fresh_agora.url}/setup/{fresh_agora.setup_token}/")
+    await page.goto(f"{fresh_agora.url}/setup/#{fresh_agora.setup_token}")
     assert await page.locator("#id_password1").count() == 1
     await check_fits(page, "setup", view)

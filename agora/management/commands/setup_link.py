@@ -19,9 +19,12 @@ class Command(BaseCommand):
         if not no_account_yet():
             self.stdout.write(f"Accounts exist: log in at {base}/accounts/login/")
             return
-        link = base + reverse("setup", args=[SetupToken.issue()])
+        # The code after "#": a browser never sends it, so no access log ever holds it.
+        page, code = base + reverse("setup"), SetupToken.issue()
+        link = f"{page}#{code}"
         bar = "=" * min(100, len(link) + 4)
         self.stdout.write(
             f"\n{bar}\n  No account yet. Open this one-time link to create the first account:\n\n"
-            f"  {link}\n\n  (It works once; `python manage.py setup_link` prints a new one.)\n{bar}\n"
+            f"  {link}\n\n  (Or open {page} and enter the code {code}\n"
+            f"  It works once; `python manage.py setup_link` prints a new one.)\n{bar}\n"
         )
