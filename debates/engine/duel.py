@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from debates.engine.format import Format, Rounds, Seating, Suggestion
 from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, CritiqueSpec, LibrarySpec, PairingRuleSpec, PersonaSpec
@@ -415,7 +416,8 @@ def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: l
 
 @dataclass
 class DuelOptions(CommonOptions):
-    rounds: int | None = None  # None: the pair's override, else the library's default
+    # None: the pair's override, else the library's default
+    rounds: int | None = option(None, kind="rounds", label=gettext_noop("Rounds"), example=1)
 
 
 class Duel(Format):

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from debates.engine import options as described
 from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.options import Option
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec
 
 if TYPE_CHECKING:
@@ -103,6 +105,22 @@ class Format:
         this many chosen seats when none is chosen."""
         return self.mode(getattr(options, "mode", ""))
 
+    def options(self) -> dict[str, Option]:
+        """The options a person may set at a door, described (`debates.engine.options`)."""
+        return described.offered(self.Options)
+
+    def option_bounds(self, opt: Option, protocol: dict) -> tuple[object, float | None, float | None]:
+        """(default, lowest, highest) of a number option in a library with this protocol: the
+        format's `Rounds` for its rounds, else the library's default and range where its protocol
+        names them, else the option's own bounds."""
+        if opt.kind == "rounds":
+            return self.rounds.default_for(protocol), 1, self.rounds.maximum_for(protocol)
+        default = protocol.get(opt.default_key) if opt.default_key else None
+        low, high = opt.minimum, opt.maximum
+        if opt.range_key and opt.range_key in protocol:
+            low, high = protocol[opt.range_key]
+        return default, low, high
+
     def seat_bounds(self, mode: str | None = None) -> tuple[int, int]:
         chosen = self.mode(mode)
         return chosen.seats if chosen and chosen.seats else self.seating.count
@@ -119,11 +137,24 @@ class Format:
             bounds = str(low) if low == high else f"{low}–{high}"
             message = gettext_noop("This format seats %(bounds)s personas; you chose %(count)d.")
             problems["personas"] = text(message, bounds=bounds, count=len(personas))
-        maximum = self.rounds.maximum_for(library.protocol)
-        requested = getattr(options, "rounds", None)
-        if requested and maximum and requested > maximum:
-            problems["rounds"] = text(gettext_noop("At most %(max)d rounds in this library."), max=maximum)
+        for name, opt in self.options().items():
+            problem = self._option_problem(opt, getattr(options, name, None), library.protocol)
+            if problem:
+                problems[name] = problem
         return problems
+
+    def _option_problem(self, opt: Option, value, protocol: dict) -> Text | None:
+        """What is wrong with one option's value, whoever set it: a choice not among the
+        choices, a number outside its bounds (zero too: it is never read as "the default")."""
+        if opt.empty(value):  # zero is not empty
+            return None
+        if opt.kind == "choice" and value not in opt.values():
+            return text(opt.invalid or gettext_noop("Choose one of the listed values."))
+        if opt.kind == "rounds":
+            maximum = self.rounds.maximum_for(protocol)
+            if maximum and value > maximum:
+                return text(gettext_noop("At most %(max)d rounds in this library."), max=maximum)
+        return described.out_of_bounds(opt, value, 1 if opt.kind == "rounds" else None)
 
     def suggest(self, question: str, library: LibrarySpec, options: CommonOptions | None = None) -> Suggestion:
         return Suggestion()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from debates.engine import research
 from debates.engine.format import Format, Mode, Rounds, Seating, Suggestion
 from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
@@ -368,11 +369,36 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
 
 @dataclass
 class ModeratedOptions(CommonOptions):
-    mode: str = ""  # round-robin | position-based | free-form; empty: round-robin
-    rounds: int | None = None
-    token_budget: int | None = None  # the whole run's budget (default: the library's, else 60,000)
-    max_chars: int | None = None  # per speech (default: the library's, else 600)
-    research: bool = False  # build an evidence pack by searching before the opening
+    # round-robin | position-based | free-form; empty: round-robin
+    mode: str = option("", kind="mode", label=gettext_noop("Mode"))
+    rounds: int | None = option(None, kind="rounds", label=gettext_noop("Rounds"), example=1)
+    token_budget: int | None = option(  # the whole run's budget (default: the library's, else 60,000)
+        None,
+        kind="int",
+        label=gettext_noop("Token budget"),
+        help=gettext_noop("Empty: the format's own cap. Past it the speeches end and the verdict is still written."),
+        minimum=1,
+        default_key="token_budget",
+        range_key="token_budget_range",
+        example=20000,
+    )
+    max_chars: int | None = option(  # per speech (default: the library's, else 600)
+        None,
+        kind="int",
+        label=gettext_noop("Characters per speech"),
+        help=gettext_noop("Empty: the library's limit. A longer speech is cut, and marked so."),
+        minimum=1,
+        default_key="max_chars",
+        range_key="max_chars_range",
+        example=300,
+    )
+    research: bool = option(  # build an evidence pack by searching before the opening
+        False,
+        kind="bool",
+        label=gettext_noop("Research before the opening"),
+        help=gettext_noop("Search the web for an evidence pack first (needs web research above)."),
+        place="search",
+    )
 
 
 class Moderated(Format):

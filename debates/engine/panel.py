@@ -14,6 +14,7 @@ from debates.engine import citations, research
 from debates.engine.evidence import Source
 from debates.engine.format import Format, Seating
 from debates.engine.i18n import gettext_noop, text, verbatim
+from debates.engine.options import option
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
@@ -956,9 +957,41 @@ def _final_speeches(st: PanelState) -> str:
 
 @dataclass
 class PanelOptions(CommonOptions):
-    research_budget: str = "standard"  # light | standard | deep: the cap's multiplier
-    token_budget: int | None = None  # an explicit cap instead of the baseline multiple
-    proposition_type: str = ""  # investment | choice | truth, when the user states it
+    research_budget: str = option(  # the cap's multiplier
+        "standard",
+        kind="choice",
+        label=gettext_noop("Research budget"),
+        help=gettext_noop("Deeper research lets the panel spend more tokens and time."),
+        choices=(
+            ("light", gettext_noop("light")),
+            ("standard", gettext_noop("standard")),
+            ("deep", gettext_noop("deep")),
+        ),
+        invalid=gettext_noop("Choose light, standard or deep."),
+        aliases=("--budget",),
+        example="light",
+    )
+    token_budget: int | None = option(  # an explicit cap instead of the baseline multiple
+        None,
+        kind="int",
+        label=gettext_noop("Token budget"),
+        help=gettext_noop("Empty: the format's own cap. Past it the speeches end and the verdict is still written."),
+        minimum=1,
+        example=20000,
+    )
+    proposition_type: str = option(  # when the user states it, the host's reading of it is not needed
+        "",
+        kind="choice",
+        label=gettext_noop("Proposition type"),
+        help=gettext_noop(
+            "Empty: the host classifies the proposition. Stated, it is debated as this type even when the "
+            "host's own answer cannot be read."
+        ),
+        choices=tuple(TYPE_LABELS.items()),
+        blank=gettext_noop("as the host classifies it"),
+        invalid=gettext_noop("Choose one of the listed proposition types."),
+        example="choice",
+    )
 
 
 class Panel(Format):

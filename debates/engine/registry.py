@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from debates.engine import duel, moderated, panel, roundtable
 from debates.engine.format import Format
+from debates.engine.options import check_kinds
 
 _FORMATS: dict[str, Format] = {}
 
 
 def register(fmt: Format) -> Format:
+    """Offer `fmt` everywhere. Refused (`OptionError`) when a field of its `Options` does not
+    describe itself, or gives an option name another kind than a registered format does."""
+    others = {name: other.Options for name, other in _FORMATS.items() if name != fmt.name}
+    check_kinds(fmt.name, fmt.Options, others)
     _FORMATS[fmt.name] = fmt
     return fmt
 

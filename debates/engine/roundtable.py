@@ -14,6 +14,7 @@ from debates.engine import events as ev
 from debates.engine import research
 from debates.engine.format import Format, Mode, Seating, Suggestion
 from debates.engine.i18n import gettext_noop, text, verbatim
+from debates.engine.options import option
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
@@ -672,11 +673,27 @@ async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBui
 
 @dataclass
 class RoundtableOptions(CommonOptions):
-    mode: str = ""  # quick | standard | deep; empty: the question's words pick, else standard
-    no_interrupt: bool = False  # run through the checkpoint
-    force: bool = False  # debate even when the suitability check says "answer directly"
-    joined: list[str] = field(default_factory=list)  # roles seated at the checkpoint
-    left: list[str] = field(default_factory=list)  # roles who left the table at the checkpoint
+    # quick | standard | deep; empty: the question's words pick, else standard
+    mode: str = option("", kind="mode", label=gettext_noop("Mode"))
+    no_interrupt: bool = option(  # run through the checkpoint
+        False,
+        kind="bool",
+        label=gettext_noop("No interrupt (run through the roundtable checkpoint)"),
+        help=gettext_noop("Otherwise the roundtable pauses after the first round so you can add facts."),
+        unattended=True,
+    )
+    force: bool = option(  # debate even when the suitability check says "answer directly"
+        False,
+        kind="bool",
+        label=gettext_noop("Debate anyway"),
+        help=gettext_noop(
+            "Otherwise the host first asks whether the question needs a debate at all, and answers a simple fact, a "
+            "single bug fix, an urgent or an already decided matter directly, saying why."
+        ),
+    )
+    # Who was seated and who left at the checkpoint: the user's answer there, not a start option.
+    joined: list[str] = option([], kind="slugs", label=gettext_noop("Roles seated at the checkpoint"), internal=True)
+    left: list[str] = option([], kind="slugs", label=gettext_noop("Roles who left at the checkpoint"), internal=True)
 
 
 class Roundtable(Format):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debates.engine.i18n import gettext_noop
+from debates.engine.options import option
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,53 @@ class CommonOptions:
     """Options every format takes. A format's own `Options` adds its fields; `from_dict` refuses
     keys the format does not know, so a typo or another format's option never passes silently."""
 
-    evidence: str = ""  # user-supplied material for the evidence pack
+    # Each field describes itself for the doors (`debates.engine.options`).
+    evidence: str = option(  # user-supplied material for the evidence pack
+        "",
+        kind="long_text",
+        label=gettext_noop("Material for the evidence pack"),
+        max_length=20000,
+        lines=4,
+        place="material",
+        cli_file=True,
+        example="去年云成本上涨 30%，团队有 12 名工程师。",
+    )
     # Uploaded documents, as read on the form: [{"name", "kind", "sections": [{"label", "text"}]}]
-    documents: list[dict[str, Any]] = field(default_factory=list)
-    user_context: str = ""  # what the user says about themselves and their constraints
-    max_tokens: dict[str, int] = field(default_factory=dict)  # per turn kind overrides
-    money_budget: float | None = None  # USD: past it no turn starts but a verdict
-    temperature: float | None = None
+    documents: list[dict[str, Any]] = option(
+        [],
+        kind="documents",
+        label=gettext_noop("Documents"),
+        help=gettext_noop("Up to %(count)d files (%(kinds)s), %(size)s each: each part becomes a source."),
+        place="material",
+        aliases=("--document",),
+    )
+    user_context: str = option(  # what the user says about themselves and their constraints
+        "",
+        kind="long_text",
+        label=gettext_noop("About you (optional)"),
+        help=gettext_noop("Your situation and constraints (team, budget, deadline): every persona reads them."),
+        max_length=2000,
+        lines=2,
+        place="material",
+        aliases=("--context",),
+        example="我在家修行，每天只有半小时。",
+    )
+    # Per turn kind overrides of `Format.tokens`: for the engine's own callers (benchmarks, tests).
+    max_tokens: dict[str, int] = option({}, kind="per_turn", label=gettext_noop("Tokens per turn"), internal=True)
+    money_budget: float | None = option(  # USD: past it no turn starts but a verdict
+        None,
+        kind="float",
+        label=gettext_noop("Money budget (USD)"),
+        help=gettext_noop(
+            "Empty: no limit. Once the debate has cost this much no new turn starts (a verdict still does). "
+            "Prices come from the provider's settings or a built-in table; the local model is free."
+        ),
+        minimum=0.0001,
+        place="advanced",
+        example=0.5,
+    )
+    # The sampling temperature: for the engine's own callers (the local-model tests), not offered.
+    temperature: float | None = option(None, kind="float", label=gettext_noop("Temperature"), internal=True)
 
     @classmethod
     def names(cls) -> set[str]:

@@ -13,6 +13,7 @@ from django.test import Client
 
 from debates.engine import registry
 from debates.engine.format import Format, Rounds, Seating
+from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions
@@ -23,7 +24,7 @@ from personas.models import Library, Persona
 
 @dataclass
 class EchoOptions(CommonOptions):
-    rounds: int | None = None
+    rounds: int | None = option(None, kind="rounds", label="Rounds")
 
 
 class Echo(Format):
