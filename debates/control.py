@@ -9,6 +9,7 @@ import contextvars
 import logging
 import sys
 from collections.abc import Callable
+from datetime import datetime
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -95,24 +96,55 @@ class NotAwaited(Exception):
     """The turn is not waiting for this person any more (written already, or its deadline passed)."""
 
 
+class TooLate(NotAwaited):
+    """The person's text came after the turn's deadline: refused, and the seat's stand-in (a model,
+    or a pass, as the seat chose) was given the turn instead, in the same transaction."""
+
+    def __init__(self, key: str, stand_in: str):
+        super().__init__(key)
+        self.stand_in = stand_in
+
+
+def _past_deadline(awaiting: dict, now) -> bool:
+    deadline = awaiting.get("deadline_at")
+    if not deadline:
+        return False
+    try:
+        return datetime.fromisoformat(deadline) <= now
+    except ValueError:  # not a time: nobody can be on time for it
+        return True
+
+
 def submit_human_turn(debate: Debate, key: str, given: dict) -> None:
     """Store what a person gave for the turn `key` and run the debate on from it: once. A second
     submission (a double click, a second tab, the deadline firing at the same moment) finds the
-    turn no longer awaited and raises NotAwaited, changing nothing. RunningLimitReached as `start`."""
+    turn no longer awaited and raises NotAwaited, changing nothing. A person's text (`given` has
+    "text") is checked against the deadline under the row's lock, in the transaction that stores
+    it: late, it is refused and the seat's stand-in speaks instead (TooLate, raised once the debate
+    runs on). RunningLimitReached as `start`."""
+    late = None
 
     def claim():
+        nonlocal late
         row = Debate.objects.select_for_update().get(pk=debate.pk)
         if row.status != Status.WAITING or row.awaiting.get("key") != key:
             raise NotAwaited(key)
-        given_at = {**given, "at": timezone.now().isoformat()}
+        now = timezone.now()
+        stored = given
+        if "text" in given and _past_deadline(row.awaiting, now):
+            late = "pass" if row.awaiting.get("stand_in") == "pass" else "llm"
+            stored = {"stand_in": late}
         # Cleared in the same statement that checks it: two claims cannot both pass.
         changed = Debate.objects.filter(pk=debate.pk, status=Status.WAITING, awaiting__key=key).update(
-            awaiting={}, human_inputs={**row.human_inputs, key: given_at}
+            awaiting={}, human_inputs={**row.human_inputs, key: {**stored, "at": now.isoformat()}}
         )
         if not changed:
             raise NotAwaited(key)
 
     start(debate, prepare=claim)
+    if late is not None:
+        log.info("debate %s: %s came after the deadline; refused (%s)", debate.pk, key, late)
+        raise TooLate(key, late)
 
 
 def _overdue() -> list[tuple[Debate, str, str]]:

@@ -1,11 +1,21 @@
 """A person's turn as the live page's composer posts it: each asked-for part checked against its
-limit, then written as the labelled lines a model would have written."""
+limit, then written as the labelled lines a model would have written. A turn without parts is one
+free text, within the format's limit for a speech (`awaiting["chars"]`), else FREE_TEXT_LIMIT:
+nothing longer is stored."""
 
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
 from agora.text import strip_invisible
+
+# A free-text turn whose format names no limit (the most a moderated debate may set per speech).
+FREE_TEXT_LIMIT = 4000
+
+
+def free_text_limit(awaiting: dict) -> int:
+    """The format's limit for the speech (moderated: its `max_chars`), else FREE_TEXT_LIMIT."""
+    return int(awaiting.get("chars") or 0) or FREE_TEXT_LIMIT
 
 
 def compose(awaiting: dict, posted) -> tuple[str, dict[int, str]]:
@@ -31,10 +41,13 @@ def compose(awaiting: dict, posted) -> tuple[str, dict[int, str]]:
             errors[n] = _("%(count)d characters; at most %(max)d.") % {"count": len(value), "max": part["chars"]}
             continue
         lines.append(f"{label}：{value}")
-    if not awaiting.get("parts"):  # a turn without named parts: one free text
-        value = strip_invisible(posted.get("part-0", "")).strip()
+    if not awaiting.get("parts"):  # a turn without named parts: one free text, within its limit
+        value = strip_invisible(posted.get("part-0", "")).replace("\r\n", "\n").strip()
+        limit = free_text_limit(awaiting)
         if not value:
             errors[0] = _("Write your turn first.")
+        elif len(value) > limit:
+            errors[0] = _("%(count)d characters; at most %(max)d.") % {"count": len(value), "max": limit}
         lines.append(value)
     return "\n".join(lines), errors
 
@@ -51,5 +64,7 @@ def fields(awaiting: dict, posted=None, errors: dict[int, str] | None = None) ->
             "error": errors.get(n, ""),
             "rows": max(2, min(8, part.get("chars", 0) // 60)) if part.get("lines", 1) > 1 else 2,
         }
-        for n, part in enumerate(awaiting.get("parts") or [{"label": "", "chars": 0}])
+        for n, part in enumerate(
+            awaiting.get("parts") or [{"label": "", "chars": free_text_limit(awaiting), "lines": 8}]
+        )
     ]

@@ -371,6 +371,7 @@ class DjangoSink:
             "speaker": event.speaker,
             "speaker_name": event.speaker_name,
             "parts": event.parts,
+            "chars": event.chars,
             "prompt": event.prompt,
             "human": seat.human_id if seat else None,
             "human_name": seat.human.get_username() if seat and seat.human_id else "",

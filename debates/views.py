@@ -584,6 +584,11 @@ def speak(request, pk):
         return render(request, "debates/_live.html#composer", context)
     try:
         control.submit_human_turn(debate, awaiting["key"], {"text": text, "by": request.user.get_username()})
+    except control.TooLate as late:
+        if late.stand_in == "pass":
+            messages.error(request, _("Your turn came after its deadline and was not used: the turn passed."))
+        else:
+            messages.error(request, _("Your turn came after its deadline and was not used: a model speaks for you."))
     except control.NotAwaited:
         messages.error(request, _("This turn was already written, or its deadline passed."))
     except RunningLimitReached as refusal:

@@ -80,4 +80,6 @@ def human_turn(plan: TurnPlan) -> ev.AwaitingHuman:
         for p in (plan.form.parts if plan.form else ())
     ]
     prompt = plan.messages[-1]["content"] if plan.messages else ""
-    return ev.AwaitingHuman(plan.key, plan.round, plan.phase, plan.speaker.slug, plan.speaker.name, parts, prompt)
+    return ev.AwaitingHuman(
+        plan.key, plan.round, plan.phase, plan.speaker.slug, plan.speaker.name, parts, prompt, chars=plan.chars
+    )

@@ -103,6 +103,7 @@ class AwaitingHuman(Event):
     speaker_name: str
     parts: list[dict[str, Any]]
     prompt: str
+    chars: int = 0  # a turn without parts: the limit of its one free text (0: the composer's own)
 
 
 @dataclass(frozen=True)

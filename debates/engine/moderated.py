@@ -300,6 +300,7 @@ async def _speak(
         output=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，不要写“作为 X 我会说”。",
         others=[p.persona.name for p in participants if p is not speaker],
         postprocess=post,
+        chars=max_chars,  # a person in the seat writes within it too
     )
     result = await ctx.turn(turn)
     flags = anti_patterns(speaker, result.text, participants)

@@ -31,9 +31,11 @@ def plan(
     exempt: bool = False,
     max_tokens: int | None = None,
     form: Form | None = None,
+    chars: int = 0,
 ) -> TurnPlan:
     """A speech (or any turn): `others` are the names of the other speakers, whose lines a small
     model might start writing (the turn stops there); `stop` replaces the default stop strings.
+    `chars`, for a turn without a form, is the speech's limit (a person writing it keeps to it).
     `form`, the labelled parts `output` asks for, is sent as a grammar to a client that takes one
     (the local model), so its reply has them all, in order and within the turn's budget."""
     override = ctx.spec.overrides.get(key, {})  # a turn regenerated with another model or instruction
@@ -65,6 +67,7 @@ def plan(
         reserved=kind == "verdict",
         extra={"grammar": form.fit(budget).grammar()} if grammar else None,
         form=form,
+        chars=chars,
     )
 
 

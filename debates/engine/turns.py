@@ -108,6 +108,7 @@ class TurnPlan:
     reserved: bool = False  # runs even when the cap is spent (a verdict: the report needs it)
     extra: dict[str, Any] | None = None  # request-body additions (a local server's grammar)
     form: Form | None = None  # the labelled parts asked for (a person's composer shows them)
+    chars: int = 0  # without a form: the speech's limit in characters (a person's composer keeps to it)
 
 
 @dataclass
