@@ -237,6 +237,9 @@ LOGGING = {
 # --- Agora ---------------------------------------------------------------------------------
 # The default LLM provider. With OPENAI_BASE_URL unset the bundled local model serves.
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+# The hosts OPENAI_API_KEY (the default provider's key) may be sent to when a Provider row names it:
+# empty means OPENAI_BASE_URL's host (api.openai.com when that is unset); "*" any host.
+OPENAI_API_KEY_HOSTS = env_list("OPENAI_API_KEY_HOSTS", "")
 AGORA_MODEL = os.environ.get("AGORA_MODEL", "")
 AGORA_PROVIDER_CONCURRENCY = int(os.environ.get("AGORA_PROVIDER_CONCURRENCY", "4"))
 AGORA_PROVIDER_TIMEOUT = float(os.environ.get("AGORA_PROVIDER_TIMEOUT", "120"))
@@ -267,10 +270,14 @@ AGORA_MAX_RUNNING_PER_USER = int(os.environ.get("AGORA_MAX_RUNNING_PER_USER", "3
 # optionally bound to hosts ("DEEPSEEK_API_KEY@api.deepseek.com"). Django's own secrets are
 # never allowed, whatever the patterns say (debates/provider_keys.py).
 AGORA_PROVIDER_KEY_VARS = env_list("AGORA_PROVIDER_KEY_VARS", "*_API_KEY")
-# Live-page WebSockets open at once, per signed-in user (or per address for visitors without an
-# account) and per debate, in each web process. Past the cap a socket is closed with code 4429.
+# Live views open at once (the live page's WebSockets and the API's event streams together), per
+# signed-in user (or per address for visitors without an account) and per debate, in each web
+# process. Past the cap a socket is closed with code 4429 and a stream refused with HTTP 429.
 AGORA_WS_PER_USER = int(os.environ.get("AGORA_WS_PER_USER", "20"))
 AGORA_WS_PER_DEBATE = int(os.environ.get("AGORA_WS_PER_DEBATE", "500"))
+# How often (seconds) an API event stream asks whether its token still opens the API: a revoked
+# token's streams end within this long.
+AGORA_STREAM_RECHECK = float(os.environ.get("AGORA_STREAM_RECHECK", "2"))
 # The longest one turn may take, start to end, whatever the server streams meanwhile: past it the
 # turn fails (keeping its text) and can be retried.
 AGORA_TURN_DEADLINE = float(os.environ.get("AGORA_TURN_DEADLINE", "600"))

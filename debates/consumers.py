@@ -7,11 +7,11 @@ subscribed for is already in what it reads; frames numbered at or below that rea
 rest forwarded: no gap, no repeat.
 
 Close codes the page explains (static/js/agora.js): 4404 no such debate (or not yours), 4403 the
-share link was revoked, 4429 too many open live views (per viewer and per debate, per process).
+share link was revoked, 4429 too many open live views (per viewer and per debate, per process;
+the API's event streams count too: debates.live_counts).
 """
 
 import asyncio
-from collections import Counter
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
@@ -26,46 +26,9 @@ from django.utils.translation.trans_real import parse_accept_lang_header
 
 from debates import fanout, frames
 from debates.access import via_share_only, viewable_debate
+from debates.live_counts import counts, viewer_key
 
 NOT_FOUND, REVOKED, TOO_MANY = 4404, 4403, 4429
-
-
-class SocketCounts:
-    """Live sockets open in this process, per viewer and per debate. Consumers run on one event
-    loop, so plain counters suffice."""
-
-    def __init__(self) -> None:
-        self.viewers: Counter = Counter()
-        self.debates: Counter = Counter()
-
-    def take(self, viewer: str, debate_id: int) -> bool:
-        if (
-            self.viewers[viewer] >= settings.AGORA_WS_PER_USER
-            or self.debates[debate_id] >= settings.AGORA_WS_PER_DEBATE
-        ):
-            return False
-        self.viewers[viewer] += 1
-        self.debates[debate_id] += 1
-        return True
-
-    def give_back(self, viewer: str, debate_id: int) -> None:
-        for counter, key in ((self.viewers, viewer), (self.debates, debate_id)):
-            counter[key] -= 1
-            if counter[key] <= 0:
-                del counter[key]
-
-
-counts = SocketCounts()
-
-
-def viewer_key(scope) -> str:
-    """A signed-in user is one viewer however many tabs; visitors without an account count per
-    address (behind a proxy, run daphne with --proxy-headers so this is the client's)."""
-    user = scope.get("user")
-    if user is not None and user.is_authenticated:
-        return f"user:{user.pk}"
-    client = scope.get("client") or ("unknown",)
-    return f"addr:{client[0]}"
 
 
 def close_shared_sockets(debate_id: int) -> None:

@@ -13,4 +13,5 @@ class BearerToken(HttpBearer):
         if user is not None:
             # The access rules (debates.access) read request.user, as the web views do.
             request.user = user
+            request.api_token = token  # open streams ask again whether it still opens the API
         return user

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
@@ -18,8 +19,8 @@ from ninja import NinjaAPI, Query
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from agora.text import strip_invisible
-from debates import access, control, reports, views
-from debates.api import openapi
+from debates import access, control, live_counts, reports, views
+from debates.api import openapi, tokens
 from debates.api import stream as sse
 from debates.api.auth import BearerToken
 from debates.api.schemas import DebateDetail, DebatePage, DebateStart, DebateSummary, Error, InvalidInput
@@ -272,7 +273,7 @@ def export_json(request, pk: int):
 
 @api.get(
     "/debates/{pk}/stream",
-    response={404: Error},
+    response={404: Error, 429: Error},
     url_name="stream",
     summary="Follow a debate live (Server-Sent Events)",
     openapi_extra=openapi.content("text/event-stream", {"type": "string"}, openapi.STREAM),
@@ -285,5 +286,24 @@ async def stream(
     ),
 ):
     await sync_to_async(_viewable)(request.user, pk)
+    # One of the user's live-view slots, shared with the live page's WebSockets.
+    slot = live_counts.counts.slot(live_counts.user_key(request.user), pk)
+    if slot is None:
+        return 429, {"detail": _too_many_views()}
     resume_from = request.headers.get("Last-Event-ID") or last_event_id
-    return sse.response(pk, resume_from, language=get_language(), internals=views.shows_internals(request.user))
+    token = request.api_token
+    return sse.response(
+        pk,
+        resume_from,
+        language=get_language(),
+        internals=views.shows_internals(request.user),
+        slot=slot,
+        still_allowed=sync_to_async(lambda: tokens.is_live(token)),
+    )
+
+
+def _too_many_views() -> str:
+    return _(
+        "Too many live views open: at most %(per_user)d per user and %(per_debate)d per debate, "
+        "event streams and live pages together. Close one and try again."
+    ) % {"per_user": settings.AGORA_WS_PER_USER, "per_debate": settings.AGORA_WS_PER_DEBATE}

@@ -54,5 +54,15 @@ def user_for(token: str):
     return row.user
 
 
+def is_live(token: str) -> bool:
+    """Does `token` still open the API (not revoked, its user active)? Asked by open streams."""
+    return ApiToken.objects.filter(digest=digest(token), revoked_at__isnull=True, user__is_active=True).exists()
+
+
 def revoke(user, pk: int) -> bool:
-    return bool(ApiToken.objects.filter(user=user, pk=pk, revoked_at__isnull=True).update(revoked_at=timezone.now()))
+    return bool(revoke_all(ApiToken.objects.filter(user=user, pk=pk)))
+
+
+def revoke_all(queryset) -> int:
+    """Revoke the live tokens among `queryset` (a revoked one keeps its first revocation time)."""
+    return queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
