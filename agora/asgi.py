@@ -12,6 +12,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from agora.body_limit import BodyLimitMiddleware, install_in_daphne  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
 from debates.runner import ServerLoopMiddleware  # noqa: E402
@@ -23,11 +24,14 @@ warm_up()
 application = ServerLoopMiddleware(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            "http": BodyLimitMiddleware(django_asgi_app),
             "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )
 
+# Under daphne, refuse a body past its limit while it arrives, before daphne holds it in memory
+# (BodyLimitMiddleware above is the same rule for any other server).
+install_in_daphne()
 # Under daphne, resume debates a crash interrupted as soon as the server loop runs.
 attach_to_daphne()

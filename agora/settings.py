@@ -297,6 +297,17 @@ AGORA_FETCH_ALLOWED_NETWORKS = env_list("AGORA_FETCH_ALLOWED_NETWORKS", "")
 # Uploaded documents on the start form: how many and how large (bytes) each.
 AGORA_UPLOAD_MAX_FILES = int(os.environ.get("AGORA_UPLOAD_MAX_FILES", "5"))
 AGORA_UPLOAD_MAX_BYTES = int(os.environ.get("AGORA_UPLOAD_MAX_BYTES", str(5 * 1024 * 1024)))
+# Request bodies past these sizes are refused (413) before they are read (agora/body_limit.py).
+# Any URL: the start form's largest post, i.e. every document at its largest, the non-file fields
+# Django reads into memory (DATA_UPLOAD_MAX_MEMORY_SIZE, Django's default, named for this sum) and
+# 1 MB for the multipart framing: 28.5 MB by default. The JSON API (/api/, /openai/) has no uploads
+# and Django reads its bodies whole, so it accepts what Django would read: 2.5 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+AGORA_MAX_BODY_BYTES = int(
+    os.environ.get("AGORA_MAX_BODY_BYTES")  # empty (compose.yaml passes it so) means the default
+    or AGORA_UPLOAD_MAX_FILES * AGORA_UPLOAD_MAX_BYTES + DATA_UPLOAD_MAX_MEMORY_SIZE + 1024 * 1024
+)
+AGORA_MAX_API_BODY_BYTES = int(os.environ.get("AGORA_MAX_API_BODY_BYTES") or DATA_UPLOAD_MAX_MEMORY_SIZE)
 # A person at the table has this many seconds to write their turn; then a model speaks for them or
 # the turn passes, as the start form chose.
 AGORA_HUMAN_DEADLINE = float(os.environ.get("AGORA_HUMAN_DEADLINE", "600"))

@@ -10,6 +10,7 @@ from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
@@ -18,6 +19,7 @@ from django.utils.translation import gettext as _
 from ninja import NinjaAPI, Query
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from agora import body_limit
 from agora.text import strip_invisible
 from debates import access, control, live_counts, reports, views
 from debates.api import openapi, tokens
@@ -59,6 +61,15 @@ def invalid(request, exc):
         names = [str(part) for part in error.get("loc", ())[1:] if part != "payload"]
         errors.setdefault(".".join(names) or "__all__", []).append(error.get("msg", ""))
     return _invalid(request, errors)
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_large(request, exc):
+    """A body Django will not read whole (past DATA_UPLOAD_MAX_MEMORY_SIZE, e.g. under a server
+    without agora/body_limit.py's hook): 413 as JSON, not Django's HTML 400 page."""
+    return api.create_response(
+        request, {"detail": body_limit.too_large(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}, status=413
+    )
 
 
 def _invalid(request, errors: dict[str, list[str]]):
