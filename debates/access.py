@@ -4,7 +4,9 @@
 - Holders of the `debates.view_all_debates` permission (and superusers) see every debate and
   control the ownerless ones (started at the terminal); being staff alone grants nothing.
 - A visitor with the owner's current share link sees it, read-only, while it is shared.
-- A person the owner seated at the table (invited by name) sees it, and writes their own turns.
+- A person the owner seated at the table sees it, and writes their own turns: the owner in a seat
+  of their own, or another user once they accepted the invitation (`debates.invitations`). A
+  pending invitation shows the invitee only its question, inviter and seat, on their home page.
 Everyone else gets a 404, over HTTP, exports and the WebSocket alike, so a private debate's
 existence is not revealed either.
 
@@ -17,7 +19,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils.translation import gettext as _
 
-from debates.models import Debate
+from debates.models import Debate, Invitation
 
 SESSION_KEY = "agora_share_grants"
 VIEW_ALL = "debates.view_all_debates"
@@ -43,9 +45,13 @@ def by_share(debate: Debate, share_token: str | None = None, grants=None) -> boo
     return bool(grants) and grants.get(str(debate.pk)) == debate.share_token
 
 
+# The seats whose person is at the table: their own, or an accepted invitation.
+PRESENT = (Invitation.NONE, Invitation.ACCEPTED)
+
+
 def seated(user, debate: Debate) -> bool:
-    """A person the owner seated at the table (they write that seat's turns)."""
-    return _signed_in(user) and debate.seats.filter(human_id=user.pk).exists()
+    """A person at the table (they write that seat's turns): not one merely invited."""
+    return _signed_in(user) and debate.seats.filter(human_id=user.pk, invitation__in=PRESENT).exists()
 
 
 def can_view(user, debate: Debate, share_token: str | None = None, grants=None) -> bool:
@@ -67,7 +73,7 @@ def visible_debates(user) -> QuerySet:
     if sees_everything(user):
         return debates
     if _signed_in(user):
-        return debates.filter(Q(owner=user) | Q(seats__human=user)).distinct()
+        return debates.filter(Q(owner=user) | Q(seats__human=user, seats__invitation__in=PRESENT)).distinct()
     return debates.none()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
-from debates import control
+from debates import control, invitations
 from debates.engine import registry
 from debates.models import Debate, Provider, Seat, Turn
 
@@ -87,8 +87,8 @@ def _copy_seats(source: Debate, target: Debate, *, swap: bool = False) -> None:
             position=other.get(seat.position, "") if swap else seat.position,
             provider=seat.provider,
             model=seat.model,
-            human=seat.human,
             stand_in=seat.stand_in,
+            **invitations.copied(seat, target.owner),  # nobody is seated in a copy without asking
         )
 
 

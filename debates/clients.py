@@ -103,7 +103,7 @@ def seat_key(provider, model: str) -> str | None:
 
 
 def human_key(seat) -> str:
-    """The client key of a seat a person took."""
+    """The client key of a seat a person took (or was invited to)."""
     return f"human:{seat.persona.slug}"
 
 
@@ -113,9 +113,10 @@ def clients_for(debate) -> ClientPool:
     default = provider_client(debate.provider, debate.model) if debate.provider else default_client(debate.model)
     others = {}
     for seat in debate.seats.select_related("provider", "persona", "human"):
-        if seat.human_id is not None:
+        if seat.for_a_person:
             stand_in = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
-            others[human_key(seat)] = HumanClient(seat.human.get_username(), debate.human_inputs, stand_in)
+            absent = (seat.stand_in if seat.stand_in == "pass" else "llm") if seat.vacated else ""
+            others[human_key(seat)] = HumanClient(seat.person_name, debate.human_inputs, stand_in, absent)
             continue
         key = seat_key(seat.provider, seat.model)
         if key and key not in others:

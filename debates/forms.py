@@ -400,27 +400,12 @@ class DebateForm(forms.Form):
         names = fmt.Options.names() & set(self.fields)
         return {name: data[name] for name in names if data.get(name) not in (None, "", False)}
 
-    def _read_invites(self, personas) -> dict:
-        """Seats given to another signed-in user, by their user name (they open the debate's
-        link, signed in, and write that seat's turns)."""
-        from django.contrib.auth import get_user_model
-
-        invites, missing = {}, []
-        for persona in personas:
-            name = str(self.data.get(invite_field(persona.slug), "")).strip()[:150]
-            if not name:
-                continue
-            user = get_user_model().objects.filter(username=name, is_active=True).first()
-            if user is None:
-                missing.append(name)
-            else:
-                invites[persona.slug] = user
-        if missing:
-            self.add_error(
-                "personas",
-                _("No user named %(names)s: invite someone with an account.") % {"names": ", ".join(missing)},
-            )
-        return invites
+    def _read_invites(self, personas) -> dict[str, str]:
+        """Seats offered to another user, by the name typed on each card. Any name is taken:
+        saving invites the user who has it, if one does (`debates.invitations`), and nothing
+        here or later tells the owner whether one does."""
+        names = {p.slug: str(self.data.get(invite_field(p.slug), "")).strip()[:150] for p in personas}
+        return {slug: name for slug, name in names.items() if name}
 
     def _read_positions(self, mode, personas) -> dict[str, str]:
         """Each seat's side, from the radio buttons on its card, for a mode that assigns sides."""
@@ -461,6 +446,8 @@ class DebateForm(forms.Form):
 
 @transaction.atomic
 def save_debate(form: DebateForm, owner=None) -> Debate:
+    from debates import invitations
+
     data = form.cleaned_data
     options = data["options"].as_dict()  # with the documents as read (`CommonOptions.documents`)
     search = data.get("search")
@@ -483,9 +470,12 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
             position=data["position_map"].get(persona.slug, ""),
             provider=provider,
             model=model,
-            human=data.get("invites", {}).get(persona.slug)
-            or (owner if persona.slug in data.get("human_seats", ()) else None),
             stand_in=data.get("stand_in") or "llm",
+            # Another user's name: an invitation (theirs to accept); else the owner's own seat.
+            **(
+                invitations.seat_for(owner, data.get("invites", {}).get(persona.slug, ""))
+                or {"human": owner if persona.slug in data.get("human_seats", ()) else None}
+            ),
         )
     return debate
 

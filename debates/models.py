@@ -238,6 +238,19 @@ class Debate(models.Model):
         return f"debate-{self.pk}"
 
 
+class Invitation(models.TextChoices):
+    NONE = "", _("none (the owner's own seat, or a model's)")
+    PENDING = "pending", _("invited, no answer yet")
+    ACCEPTED = "accepted", _("accepted")
+    DECLINED = "declined", _("declined")
+    LEFT = "left", _("left the seat")
+    WITHDRAWN = "withdrawn", _("invitation withdrawn")
+
+
+# A seat whose person is gone: every turn of it goes as a missed turn does.
+VACATED = (Invitation.DECLINED, Invitation.LEFT, Invitation.WITHDRAWN)
+
+
 class Seat(models.Model):
     debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="seats")
     persona = models.ForeignKey(Persona, on_delete=models.PROTECT, related_name="+")
@@ -256,6 +269,12 @@ class Seat(models.Model):
         default="llm",
         choices=[("llm", _("a model speaks for them")), ("pass", _("the turn passes"))],
     )
+    # Another user's seat is an invitation: pending until they accept (only then do they see the
+    # debate, and is it in their list); declined, left or withdrawn, the seat speaks as if every
+    # turn were missed. `invited_name` is the name the owner typed, kept whether or not a user has
+    # it (`human` is set only when one does), so the owner's page never tells the two apart.
+    invitation = models.CharField(_("invitation"), max_length=10, blank=True, default="", choices=Invitation.choices)
+    invited_name = models.CharField(_("invited user name"), max_length=150, blank=True)
 
     class Meta:
         verbose_name = _("seat")
@@ -268,6 +287,25 @@ class Seat(models.Model):
 
     def __str__(self):
         return f"{self.persona.name} @ {self.debate_id}"
+
+    @property
+    def for_a_person(self) -> bool:
+        """A person writes this seat's turns (or was asked to: then a missed turn's stand-in does)."""
+        return self.human_id is not None or self.invitation != Invitation.NONE
+
+    @property
+    def present(self) -> bool:
+        """Its person may see the debate and write the seat's turns: their own seat, or accepted."""
+        return self.human_id is not None and self.invitation in (Invitation.NONE, Invitation.ACCEPTED)
+
+    @property
+    def vacated(self) -> bool:
+        return self.invitation in VACATED
+
+    @property
+    def person_name(self) -> str:
+        """The name shown for the seat's person: the name the owner typed, or the user's own."""
+        return self.invited_name or (self.human.get_username() if self.human_id else "")
 
 
 class Turn(models.Model):

@@ -361,9 +361,13 @@ class DjangoSink:
         return lambda: frames.status(debate)
 
     def _on_AwaitingHuman(self, event: ev.AwaitingHuman) -> str:  # noqa: N802
-        """A person's turn: what to write, by when, and who may (the seat's person)."""
-        seat = Seat.objects.filter(debate_id=self.debate_id, persona__slug=event.speaker).first()
-        deadline = timezone.now() + timedelta(seconds=settings.AGORA_HUMAN_DEADLINE)
+        """A person's turn: what to write, by when, and who may (the seat's person, once at the
+        table: an invitee who has not accepted yet is named, not identified). A seat whose person
+        left since the run started is due at once: the deadline watch hands its turn on."""
+        seats = Seat.objects.filter(debate_id=self.debate_id, persona__slug=event.speaker)
+        seat = seats.select_related("human").first()
+        wait = 0 if seat and seat.vacated else settings.AGORA_HUMAN_DEADLINE
+        deadline = timezone.now() + timedelta(seconds=wait)
         awaiting = {
             "key": event.key,
             "round": event.round,
@@ -373,8 +377,8 @@ class DjangoSink:
             "parts": event.parts,
             "chars": event.chars,
             "prompt": event.prompt,
-            "human": seat.human_id if seat else None,
-            "human_name": seat.human.get_username() if seat and seat.human_id else "",
+            "human": seat.human_id if seat and seat.present else None,
+            "human_name": seat.person_name if seat else "",
             "stand_in": seat.stand_in if seat else "llm",
             "deadline_at": deadline.isoformat(),
         }

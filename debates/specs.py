@@ -81,7 +81,7 @@ def debate_spec(debate: Debate) -> DebateSpec:
     seats = list(debate.seats.select_related("persona__library", "provider"))
 
     def client_key(seat):
-        return clients.human_key(seat) if seat.human_id else clients.seat_key(seat.provider, seat.model)
+        return clients.human_key(seat) if seat.for_a_person else clients.seat_key(seat.provider, seat.model)
 
     completed = {
         t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from debates import views
+from debates import invitations, views
 
 app_name = "debates"
 urlpatterns = [
@@ -27,4 +27,8 @@ urlpatterns = [
     path("debates/<int:pk>/compare/<int:cid>/", views.comparison, name="comparison"),
     path("comparisons/", views.tally, name="tally"),
     path("debates/<int:pk>/turns/<int:turn_pk>/retry/", views.retry_turn, name="retry_turn"),
+    path("seats/<int:seat_id>/invitation/", invitations.answer, name="answer_invitation"),
+    path("seats/<int:seat_id>/leave/", invitations.leave, name="leave_seat"),
+    path("seats/<int:seat_id>/withdraw/", invitations.withdraw, name="withdraw_invitation"),
+    path("invitations/decline-all/", invitations.decline_all, name="decline_all_invitations"),
 ]

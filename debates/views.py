@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import branches, charts, comparisons, consumers, control, frames, human_turns, table_change
+from debates import branches, charts, comparisons, consumers, control, frames, human_turns, invitations, table_change
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
@@ -77,6 +77,7 @@ def home(request):
         "formats": [(f.name, _(f.label)) for f in registry.all_formats()],
         "statuses": Status.choices,
         "libraries": Library.objects.prefetch_related("personas"),
+        "invitations": invitations.for_home(request.user),
     }
     # A history restore (back button, cache gone) wants the whole page, not the list.
     if request.htmx and not request.htmx.history_restore_request:
@@ -205,6 +206,7 @@ def live(request, pk):
         can_control=can_control(request.user, snap.debate),
         share=share if share == debate.share_token else "",
         show_internals=shows_internals(request.user),
+        people=invitations.people(request.user, snap.debate),
     )
     return render(request, "debates/live.html", context)
 

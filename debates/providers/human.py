@@ -4,7 +4,8 @@ The engine asks this client like any other; until the person has written the tur
 false and the engine stops the run there (`AwaitingHuman`), so the wait lives in the database and
 survives a restart. Once written (or passed, or handed to a model when the deadline ran out), a
 resumed run streams it through the same path as a model's reply: summaries, checks and early stops
-treat it exactly alike. No Django here.
+treat it exactly alike. A seat whose person is gone (declined, left) is `absent`: every turn goes
+as a missed one does, at once. No Django here.
 """
 
 from __future__ import annotations
@@ -24,34 +25,44 @@ class HumanClient(LLMClient):
     concurrency = 8
     price = (0.0, 0.0)  # a person's words cost nothing (a model standing in is priced as itself)
 
-    def __init__(self, name: str, inputs: Mapping[str, Mapping], stand_in: LLMClient | None = None) -> None:
+    def __init__(
+        self, name: str, inputs: Mapping[str, Mapping], stand_in: LLMClient | None = None, absent: str = ""
+    ) -> None:
         """`inputs` maps a turn key to what the person gave: {"text": …}, or {"stand_in": "llm"}
-        (a model speaks for them), or {"stand_in": "pass"}."""
+        (a model speaks for them), or {"stand_in": "pass"}. `absent` ("llm" or "pass"): the person
+        has gone, and a turn they did not give goes that way without waiting."""
         super().__init__()
         self.name, self.model = name, "human"
         self.inputs = inputs
         self.stand_in = stand_in
+        self.absent = absent
+
+    def _given(self, key: str | None) -> Mapping:
+        given = self.inputs.get(key)
+        if given is None and self.absent:
+            return {"stand_in": self.absent}
+        return given or {}
 
     def answered(self, key: str | None) -> bool:
-        return key in self.inputs
+        return key in self.inputs or bool(self.absent)
 
     def describe(self) -> str:
         return f"human · {self.name}"
 
     def describe_for(self, key: str | None) -> str:
-        given = self.inputs.get(key) or {}
+        given = self._given(key)
         if given.get("stand_in") == "llm" and self.stand_in is not None:
             return f"{self.stand_in.describe()} (stands in for {self.name})"
         return self.describe()
 
     def price_for(self, key: str | None) -> tuple[float, float] | None:
-        given = self.inputs.get(key) or {}
+        given = self._given(key)
         if given.get("stand_in") == "llm" and self.stand_in is not None:
             return self.stand_in.price
         return self.price
 
     def stream(self, messages: Sequence[Message], *, key: str | None = None, **kwargs) -> ChatStream:
-        given = self.inputs[key]
+        given = self._given(key)
         if given.get("stand_in") == "llm" and self.stand_in is not None:
             return self.stand_in.stream(messages, key=key, **kwargs)
         text = str(given.get("text") or PASSED.format(name=self.name))

@@ -129,19 +129,18 @@ async def test_taking_a_seat_without_its_persona_is_said_beside_the_personas(lib
     assert not await Debate.objects.aexists()
 
 
-async def test_an_invited_user_sees_the_debate_and_writes_their_seats_turn(libraries, fast_llm, alice, bob, no_runs):
+async def test_an_invited_user_accepts_then_sees_the_debate_and_writes_their_seats_turn(
+    libraries, fast_llm, alice, bob, no_runs
+):
     owner = await client_for(alice)
-    missing = await sync_to_async(owner.post)(
-        "/debates/new/",
-        {"topic": QUESTION, "format": "duel", "personas": ["huineng", "yinguang"], "invite-yinguang": "nobody"},
-    )
-    assert "No user named nobody" in missing.content.decode() and not await Debate.objects.aexists()
-
     debate = await start_with_me(owner, **{"human-yinguang": "", "invite-yinguang": "bob", "rounds": "1"})
     seat = await Seat.objects.aget(debate=debate, persona__slug="yinguang")
-    assert seat.human_id == bob.pk
+    assert seat.human_id == bob.pk and seat.invitation == "pending"
     assert await runner.execute(debate.pk) == "waiting"
     guest = await client_for(bob)
+    assert (await sync_to_async(guest.get)(f"/debates/{debate.pk}/")).status_code == 404  # not before accepting
+    accepted = await sync_to_async(guest.post)(f"/seats/{seat.pk}/invitation/", {"answer": "accept"})
+    assert accepted.status_code == 302 and accepted["Location"] == f"/debates/{debate.pk}/"
     page = (await sync_to_async(guest.get)(f"/debates/{debate.pk}/")).content.decode()
     assert f'data-user="{bob.pk}"' in page and f'data-seat="{bob.pk}"' in page  # the composer is his
     assert "Waiting for bob to speak as 印光大师" in page
