@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from debates import provider_keys, provider_tools
 from debates.api import tokens
@@ -145,21 +146,32 @@ admin.site.register(Report)
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     """Tokens for the JSON API. A new one's token is shown once, in the message after saving;
-    only its fingerprint is kept."""
+    only its fingerprint is kept. A token acts as its user, so only a superuser may make one for
+    someone else; whose it is and when it was revoked never change after it is made (revoking is
+    the action, and a revoked token stays revoked)."""
 
     list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("name", "user__username", "prefix")
     autocomplete_fields = ("user",)
-    readonly_fields = ("prefix", "created_at", "last_used_at")
+    actions = ("revoke",)
 
     def get_fields(self, request, obj=None):
-        return (
-            ("user", "name") if obj is None else ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
-        )
+        if obj is not None:
+            return ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+        return ("user", "name") if request.user.is_superuser else ("name",)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return ("user", "prefix", "created_at", "last_used_at", "revoked_at")
 
     def save_model(self, request, obj, form, change):
-        token = None if change else tokens.fill(obj)
+        token = None
+        if not change:
+            if not request.user.is_superuser:
+                obj.user = request.user  # a token acts as its user: staff make their own only
+            token = tokens.fill(obj)
         super().save_model(request, obj, form, change)
         if token:
             self.message_user(
@@ -167,3 +179,17 @@ class ApiTokenAdmin(admin.ModelAdmin):
                 _("The new token, shown only this once (copy it now): %(token)s") % {"token": token},
                 messages.WARNING,
             )
+
+    @admin.action(description=_("Revoke selected tokens"), permissions=["change"])
+    def revoke(self, request, queryset):
+        count = tokens.revoke_all(queryset)
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d token revoked; its open event streams end within seconds.",
+                "%(count)d tokens revoked; their open event streams end within seconds.",
+                count,
+            )
+            % {"count": count},
+            messages.SUCCESS,
+        )
