@@ -12,12 +12,35 @@ from debates.models import ApiToken, Debate, Provider, Report, SearchProvider, S
 class ProviderAdmin(admin.ModelAdmin):
     # A base URL typed without a scheme is an https one (Django 6's default; say it now).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    list_display = ("name", "base_url", "default_model", "api_key_env", "model_count", "models_fetched_at")
+    list_display = (
+        "name",
+        "base_url",
+        "default_model",
+        "api_key_env",
+        "model_count",
+        "models_fetched_at",
+        "approved",
+    )
+    list_filter = ("approved",)
     search_fields = ("name", "base_url", "default_model")
-    actions = ("test_connection", "fetch_models")
-    readonly_fields = ("offered_models", "models_fetched_at")
+    actions = ("test_connection", "fetch_models", "approve", "withdraw_approval")
+    readonly_fields = ("offered_models", "models_fetched_at", "approved", "approved_by")
+    # What decides where requests (and the key) go: staff who are not superusers changing any of
+    # these put the provider back in the queue for a superuser's approval.
+    REVIEWED = ("base_url", "api_key_env")
     fieldsets = (
         (None, {"fields": ("name", "base_url", "default_model")}),
+        (
+            _("Approval"),
+            {
+                "fields": ("approved", "approved_by"),
+                "description": _(
+                    "Users are offered a provider, and debates call it, only once a superuser approves "
+                    "it (the actions in the list). A provider that staff who are not superusers add, or "
+                    "whose address or key variable they change, waits for that approval again."
+                ),
+            },
+        ),
         (_("Models the server offers"), {"fields": ("offered_models", "models_fetched_at")}),
         (
             _("Key and limits"),
@@ -46,13 +69,43 @@ class ProviderAdmin(admin.ModelAdmin):
     def test_connection(self, request, queryset):
         for provider in queryset:
             outcome = provider_tools.check_connection(provider)
-            self.message_user(request, outcome.message, messages.SUCCESS if outcome.ok else messages.ERROR)
+            self.message_user(request, _waiting(provider, outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
 
     @admin.action(description=_("Fetch models (the start form offers them)"))
     def fetch_models(self, request, queryset):
         for provider in queryset:
             outcome = provider_tools.fetch_models(provider)
-            self.message_user(request, outcome.message, messages.SUCCESS if outcome.ok else messages.ERROR)
+            self.message_user(request, _waiting(provider, outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
+
+    @admin.action(description=_("Approve: offer to users"), permissions=["approve"])
+    def approve(self, request, queryset):
+        count = queryset.update(approved=True, approved_by=request.user)
+        self.message_user(
+            request,
+            ngettext("%(count)d provider approved.", "%(count)d providers approved.", count) % {"count": count},
+            messages.SUCCESS,
+        )
+
+    @admin.action(description=_("Withdraw approval"), permissions=["approve"])
+    def withdraw_approval(self, request, queryset):
+        count = queryset.update(approved=False, approved_by=None)
+        self.message_user(
+            request,
+            ngettext("%(count)d provider no longer offered.", "%(count)d providers no longer offered.", count)
+            % {"count": count},
+            messages.SUCCESS,
+        )
+
+    def has_approve_permission(self, request):
+        return request.user.is_superuser
+
+    def save_model(self, request, obj, form, change):
+        if request.user.is_superuser:
+            if not change:
+                obj.approved, obj.approved_by = True, request.user
+        elif not change or set(self.REVIEWED) & set(form.changed_data):
+            obj.approved, obj.approved_by = False, None
+        super().save_model(request, obj, form, change)
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)
@@ -62,6 +115,12 @@ class ProviderAdmin(admin.ModelAdmin):
             "REDIS_URL or any other secret of this server, since the key is sent to the base URL above."
         ) % {"allowed": provider_keys.describe_allowed()}
         return form
+
+
+def _waiting(provider, outcome) -> str:
+    if outcome.ok and not provider.approved:
+        return outcome.message + " " + _("Users are offered it once a superuser approves it.")
+    return outcome.message
 
 
 @admin.register(SearchProvider)

@@ -28,8 +28,11 @@ def parse_model(text: str) -> dict:
     if not text:
         return {}
     provider, _slash, model = text.rpartition("/") if "/" in text else ("", "", text)
-    if provider and not Provider.objects.filter(name=provider).exists():
+    row = Provider.objects.filter(name=provider).first() if provider else None
+    if provider and row is None:
         raise BranchError(_("Unknown provider “%(name)s”.") % {"name": provider})
+    if row is not None and not row.approved:
+        raise BranchError(row.waiting_reason())
     return {"provider": provider, "model": model}
 
 

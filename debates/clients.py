@@ -11,6 +11,7 @@ import os
 import threading
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from debates import prices, provider_keys
 from debates.engine.turns import ClientPool
@@ -63,6 +64,12 @@ def default_client(model: str = "") -> LLMClient:
     return local_client()
 
 
+def not_approved() -> str:
+    return gettext(
+        "this provider waits for a superuser's approval (it was added or changed by staff who are not superusers)."
+    )
+
+
 class RefusedClient(LLMClient):
     """Stands in for a provider that may not be called (its key variable is refused): the debate
     fails before any request with the reason, and no key is ever read."""
@@ -78,7 +85,11 @@ class RefusedClient(LLMClient):
         raise ProviderUnavailable(f"{self.name}: {self.reason}")
 
 
-def provider_client(provider, model: str = "") -> LLMClient:
+def provider_client(provider, model: str = "", *, unapproved: bool = False) -> LLMClient:
+    """The provider's client; one awaiting a superuser's approval refuses every call, unless
+    `unapproved` (the admin's own test of the connection)."""
+    if not provider.approved and not unapproved:
+        return RefusedClient(provider.name, not_approved())
     key, refused = provider_keys.read(provider.api_key_env, provider.base_url)
     if refused:
         return RefusedClient(provider.name, refused)

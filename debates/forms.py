@@ -202,7 +202,17 @@ class DebateForm(forms.Form):
         help_text=_("Your situation and constraints (team, budget, deadline): every persona reads them."),
     )
     provider = forms.ModelChoiceField(
-        label=_("Provider"), required=False, queryset=Provider.objects.all(), empty_label=_("default (environment)")
+        label=_("Provider"),
+        required=False,
+        # A provider waiting for a superuser's approval is neither listed nor accepted.
+        queryset=Provider.objects.filter(approved=True),
+        empty_label=_("default (environment)"),
+        error_messages={
+            "invalid_choice": _(
+                "Choose one of the providers in the list (a provider that staff add is offered once a "
+                "superuser approves it)."
+            )
+        },
     )
     model = forms.CharField(
         label=_("Model"),
@@ -439,6 +449,9 @@ class DebateForm(forms.Form):
             provider = Provider.objects.filter(name=provider_name).first() if provider_name else None
             if provider_name and provider is None:
                 self.add_error("seat_models", _("Unknown provider “%(name)s”.") % {"name": provider_name})
+                return {}
+            if provider is not None and not provider.approved:
+                self.add_error("seat_models", provider.waiting_reason())
                 return {}
             result[slug] = (provider, model)
         return result

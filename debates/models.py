@@ -44,6 +44,22 @@ class Provider(models.Model):
         _("output price (USD per million tokens)"), max_digits=10, decimal_places=4, null=True, blank=True
     )
     models_fetched_at = models.DateTimeField(_("models fetched at"), null=True, blank=True)
+    # Users are offered the provider (and its fetched models) only while it is approved. Staff
+    # who are not superusers can point a provider anywhere, so what they add or re-point (and a
+    # model list they fetch) waits for a superuser's approval (debates/admin.py).
+    approved = models.BooleanField(
+        _("approved"),
+        default=True,
+        help_text=_("Offered on the start form and used by debates only once a superuser approves it."),
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("approved by"),
+    )
 
     class Meta:
         verbose_name = _("provider")
@@ -66,6 +82,10 @@ class Provider(models.Model):
         why = provider_keys.problem(self.api_key_env, self.base_url)
         if why:
             raise ValidationError({"api_key_env": why})
+
+    def waiting_reason(self) -> str:
+        """Why users may not choose this provider yet."""
+        return _("The provider “%(name)s” is offered once a superuser approves it.") % {"name": self.name}
 
 
 class SearchProvider(models.Model):

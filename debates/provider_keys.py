@@ -4,7 +4,8 @@ A provider sends its key as `Authorization: Bearer …` to its own base URL, whi
 row chooses. So the variable must come from a list the operator controls
 (`AGORA_PROVIDER_KEY_VARS`: shell-style patterns, default `*_API_KEY`, each optionally bound to
 hosts as `NAME@host1|host2`), and the server's own secrets can never be named, nor any variable
-that holds the same value as one of them.
+that holds the same value as one of them. The default provider's key (`OPENAI_API_KEY`) goes only
+to its own host (`OPENAI_BASE_URL`'s, or `OPENAI_API_KEY_HOSTS`), by name or by value.
 """
 
 from __future__ import annotations
@@ -21,6 +22,26 @@ from django.utils.translation import gettext as _
 NEVER = ("SECRET_KEY", "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "AGORA_TEST_POSTGRES", "AGORA_TEST_REDIS")
 VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 NEVER_PARTS = ("SECRET_KEY", "PASSWORD", "DATABASE", "REDIS", "POSTGRES", "SESSION", "CSRF")
+DEFAULT_KEY = "OPENAI_API_KEY"
+OPENAI_HOST = "api.openai.com"
+
+
+def default_key_hosts() -> tuple[str, ...]:
+    """Where the default provider's key may go ("*": anywhere)."""
+    hosts = tuple(h.lower() for h in settings.OPENAI_API_KEY_HOSTS)
+    if hosts:
+        return hosts
+    return ((urlsplit(settings.OPENAI_BASE_URL).hostname or "").lower() or OPENAI_HOST,)
+
+
+def _default_key_refused(name: str, host: str) -> str:
+    hosts = default_key_hosts()
+    if "*" in hosts or host in hosts:
+        return ""
+    return _(
+        "%(name)s is the default provider's key: it is sent only to %(hosts)s (OPENAI_BASE_URL's host, "
+        "or OPENAI_API_KEY_HOSTS)."
+    ) % {"name": name, "hosts": ", ".join(hosts)}
 
 
 def allowed_patterns() -> list[tuple[str, tuple[str, ...]]]:
@@ -65,6 +86,8 @@ def problem(name: str, base_url: str = "") -> str:
     if all(hosts and host not in hosts for hosts in matching):
         bound = sorted({h for hosts in matching for h in hosts})
         return _("%(name)s may only be sent to %(hosts)s.") % {"name": name, "hosts": ", ".join(bound)} + (" " + listed)
+    if name == DEFAULT_KEY:
+        return _default_key_refused(name, host)
     return ""
 
 
@@ -80,4 +103,9 @@ def read(name: str, base_url: str) -> tuple[str | None, str]:
             "%(name)s holds the same value as a secret of this server; it is never sent to a provider "
             "(AGORA_PROVIDER_KEY_VARS)."
         ) % {"name": name}
+    if value and name != DEFAULT_KEY and value == os.environ.get(DEFAULT_KEY):
+        # Another name for the default key goes no further than the default key itself.
+        why = _default_key_refused(name, (urlsplit(base_url).hostname or "").lower())
+        if why:
+            return None, why
     return value, ""

@@ -26,7 +26,7 @@ class Outcome:
 
 def fetch_models(provider: Provider, *, save: bool = True) -> Outcome:
     """Ask the provider's server which models it offers (the SDK's `models.list()`)."""
-    client = clients.provider_client(provider)
+    client = clients.provider_client(provider, unapproved=True)
     list_models = getattr(client, "list_models", None)
     if list_models is None:  # a refused key variable: say why, send nothing
         return Outcome(False, f"{provider.name}: {getattr(client, 'reason', '')}", [])
@@ -54,7 +54,7 @@ def check_connection(provider: Provider) -> Outcome:
     listed = fetch_models(provider, save=False)
     if listed.ok:
         return listed
-    client = clients.provider_client(provider)
+    client = clients.provider_client(provider, unapproved=True)
     if not hasattr(client, "list_models"):
         return listed
     try:

@@ -104,7 +104,9 @@ def _start_page(request, form: DebateForm) -> dict:
         "part": part,
         "suggestion": _suggestion_html(request, part.fmt, topic, mode) if topic.strip() else "",
         "advanced": [form["provider"], form["model"], form["seat_models"], form["money_budget"]],
-        "providers": [p for p in Provider.objects.all() if p.offered_models],
+        # Only approved providers' models: a list fetched from a provider that staff added is
+        # the reply of whatever server they named, shown once a superuser approves it.
+        "providers": [p for p in Provider.objects.filter(approved=True) if p.offered_models],
         "max_topic": MAX_TOPIC,
         # Counted as the page's script counts: code points, a line break as one.
         "topic_length": len(topic.replace("\r\n", "\n")),

@@ -4,7 +4,10 @@ Built on the official `openai` SDK with the SDK's own retries turned off: we ret
 (1) text already shown to the user is never streamed twice -- a failure after the first delta is
 raised with `partial_text` instead of retried -- and (2) `Completion.attempts` says how many tries
 it took. Every SDK / transport error is mapped to a `ProviderError` whose message tells the user
-what happened and what to change. The API key never appears in messages, logs or reprs.
+what happened and what to change: the HTTP status and the kind of failure, never the server's own
+words (whoever sets a provider's base URL could point it at any service and read its replies on
+a page; what the server said is logged, for the operator). The API key never appears in
+messages, logs or reprs.
 
 Timeouts, all in seconds:
   timeout              the SDK's connect/read/write timeout for one HTTP operation.
@@ -23,6 +26,7 @@ import email.utils
 import json
 import logging
 import random
+import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Sequence
@@ -51,6 +55,10 @@ from .base import (
 log = logging.getLogger(__name__)
 
 _NO_KEY = "no-key"  # local servers need none, but the SDK insists on some string
+# What a model id looks like (OpenAI, Ollama "llama3.1:8b", Hugging Face "org/name", OpenRouter):
+# anything else in a model list is not offered.
+MODEL_ID = re.compile(r"[A-Za-z0-9][\w.:/@+-]{0,119}")
+MAX_MODELS = 1000
 
 
 def _display_url(url: str) -> str:
@@ -301,6 +309,14 @@ class OpenAICompatibleClient(LLMClient):
             manager = self._client().chat.completions.with_streaming_response.create(**params)
             response = await bounded(manager.__aenter__())
             try:
+                kind = response.headers.get("content-type", "")
+                if kind and "event-stream" not in kind:
+                    # A page, or a reply that is not a stream: whatever it says is not a model's.
+                    log.warning("%s at %s: the chat reply is %s, not an event stream", self.describe(), self.url, kind)
+                    raise ProviderUnavailable(
+                        f"{self.url} did not answer with an OpenAI-compatible stream (model {self.model}): check "
+                        "the base URL (it usually ends in /v1)"
+                    )
                 events = _events(response.iter_lines()).__aiter__()
                 while True:
                     try:
@@ -354,17 +370,37 @@ class OpenAICompatibleClient(LLMClient):
 
     async def list_models(self) -> list[str]:
         """The model ids the server offers (GET /models), for "Fetch models" and provider
-        detection; a failure is a ProviderError that says what to fix."""
+        detection; a failure is a ProviderError that says what to fix. Only ids that look like
+        model names are kept (at most MAX_MODELS)."""
         try:
             async with asyncio.timeout(self.request_timeout):
                 page = await self._client().models.list()
-                return sorted({model.id for model in page.data})
         except TimeoutError as exc:
             raise self._map_error(_Silence("silence", self.request_timeout)) from exc
         except ProviderError:
             raise
-        except Exception as exc:
+        except (openai.APIError, httpx2.HTTPError, OSError) as exc:
             raise self._map_error(exc) from self._scrubbed(exc)
+        except Exception as exc:  # the SDK could not read the reply as a list of models
+            raise self._not_a_model_list(type(exc).__name__) from self._scrubbed(exc)
+        data = getattr(page, "data", None)
+        if not isinstance(data, list):
+            raise self._not_a_model_list("no data list")
+        ids = {getattr(item, "id", None) for item in data}
+        models = sorted(i for i in ids if isinstance(i, str) and MODEL_ID.fullmatch(i))
+        if data and not models:
+            raise self._not_a_model_list("no model ids")
+        if len(models) < len(ids):
+            skipped = len(ids) - len(models)
+            log.warning("%s: %d entries of its model list skipped (no model id)", self.describe(), skipped)
+        return models[:MAX_MODELS]
+
+    def _not_a_model_list(self, why: str) -> BadResponse:
+        log.warning("%s: GET /models did not answer a model list (%s)", self.describe(), why)
+        return BadResponse(
+            f"{self.url} did not answer with an OpenAI-compatible model list (GET /models): "
+            "check the base URL (it usually ends in /v1)"
+        )
 
     # -- errors ---------------------------------------------------------------------------------
 
@@ -400,8 +436,10 @@ class OpenAICompatibleClient(LLMClient):
         if isinstance(exc, openai.APIStatusError):
             return self._map_status(exc)
         if isinstance(exc, openai.APIError):  # an error event inside the stream
-            detail = self._redact(_server_message(exc) or exc.message)
-            return ServerError(f"{url} reported an error during the reply (model {model}): {detail}")
+            self._log_said(f"an error event during the reply (model {model})", _server_message(exc) or exc.message)
+            return ServerError(
+                f"{url} reported an error during the reply (model {model}); try again later or check the server's logs"
+            )
         if isinstance(exc, ValueError | UnicodeDecodeError | json.JSONDecodeError | KeyError | TypeError):
             return BadResponse(
                 f"{url} sent a malformed stream chunk (model {model}); is it really OpenAI-compatible? "
@@ -409,14 +447,13 @@ class OpenAICompatibleClient(LLMClient):
             )
         if isinstance(exc, httpx2.HTTPError | OSError):
             return ConnectionLost(f"the connection to {url} failed ({type(exc).__name__}); try again")
-        return ProviderError(
-            f"unexpected failure talking to {url} (model {model}): {type(exc).__name__}: {self._redact(str(exc))[:300]}"
-        )
+        self._log_said(f"an unexpected failure (model {model}, {type(exc).__name__})", str(exc))
+        return ProviderError(f"unexpected failure talking to {url} (model {model}): {type(exc).__name__}")
 
     def _map_status(self, exc: openai.APIStatusError) -> ProviderError:
+        """The status and what to change; what the server said goes to the log only."""
         url, model, status = self.url, self.model, exc.status_code
-        detail = self._redact(_server_message(exc))
-        said = f" The server said: {detail}" if detail else ""
+        self._log_said(f"HTTP {status} (model {model})", _server_message(exc))
         if status == 401:
             return ProviderUnavailable(
                 f"the server refused the API key: set {self.key_env} (or the provider's key variable) "
@@ -425,31 +462,37 @@ class OpenAICompatibleClient(LLMClient):
         if status == 403:
             return ProviderUnavailable(
                 f"{url} denied access to model {model} (HTTP 403): check that the key in {self.key_env} "
-                f"may use this model, or set {self.model_env} to one it may use.{said}"
+                f"may use this model, or set {self.model_env} to one it may use"
             )
         if status == 404:
             return ProviderUnavailable(
                 f"model {model} not found on {url}: set {self.model_env} to a model the server offers "
-                f"(GET {url}/models lists them), and check that the base URL is right.{said}"
+                f"(GET {url}/models lists them), and check that the base URL is right"
             )
         if status == 429:
             wait = _retry_after(exc.response.headers)
             hint = f" after {wait:g} s" if wait is not None else " in a moment"
             return RateLimited(
-                f"{url} is rate-limiting requests (HTTP 429); try again{hint}, or lower the provider's "
-                f"concurrency.{said}",
+                f"{url} is rate-limiting requests (HTTP 429); try again{hint}, or lower the provider's concurrency",
                 retry_after=wait,
             )
         if status >= 500 or status in (408, 409):
             return ServerError(
                 f"{url} had an internal error (HTTP {status}, model {model}); try again later or check "
-                f"the server's logs.{said}",
+                "the server's logs",
                 retry_after=_retry_after(exc.response.headers),
             )
         return ProviderError(
             f"{url} rejected the request (HTTP {status}, model {model}): the prompt may be too long for "
-            f"the model or a parameter unsupported.{said}"
+            "the model or a parameter unsupported"
         )
+
+    def _log_said(self, what: str, said: str) -> None:
+        """What the server said about a failure: for the operator's log (key redacted), never for a
+        message a page shows."""
+        said = self._redact(" ".join((said or "").split()))[:300]
+        if said:
+            log.warning("%s at %s: %s; the server said: %s", self.describe(), self.url, what, said)
 
     def _redact(self, text: str) -> str:
         key = self.__api_key

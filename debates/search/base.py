@@ -14,6 +14,7 @@ import abc
 import asyncio
 import contextlib
 import email.utils
+import logging
 import time
 import weakref
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import httpx2
 if TYPE_CHECKING:
     from .fetch import PageFetcher
 
+log = logging.getLogger(__name__)
 USER_AGENT = "Agora research (+https://github.com/)"
 
 
@@ -251,9 +253,15 @@ class SearchClient(abc.ABC):
             ) from exc
 
     def _status_error(self, response: httpx2.Response) -> SearchError:
+        """The status and what to change. What the server said (and where it redirected to) goes
+        to the log only: whoever sets the base URL could point it at any service and read its
+        replies in the admin or on a page."""
         status, label = response.status_code, self._label()
         detail = self._detail(response)
-        said = f" It said: {detail}" if detail else ""
+        if detail or status < 400:
+            where = display_url(response.headers.get("location", "")) if status < 400 else ""
+            log.warning("%s answered HTTP %d: %s", label, status, detail or f"to {where}")
+        said = ""
         if status == 429:
             wait = retry_after(response.headers)
             when = f"after {wait:g} s" if wait is not None else "in a moment"
@@ -264,10 +272,9 @@ class SearchClient(abc.ABC):
         if status in (401, 403):
             return self._auth_error(status, said)
         if status < 400:
-            where = response.headers.get("location", "elsewhere")
             return SearchUnavailable(
-                f"{label} redirected the search (HTTP {status}) to {display_url(where)}: set the base URL to the "
-                "address it points to"
+                f"{label} redirected the search (HTTP {status}): set the base URL to the search API's own "
+                "address (Agora's log names where it pointed)"
             )
         if status >= 500:
             return SearchUnavailable(

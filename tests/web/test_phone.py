@@ -151,6 +151,35 @@ async def test_home(chromium, agora, fake_llm, view):
     await check_fits(page, "home-filtered", view)
 
 
+async def test_an_invitation_and_the_people_at_the_table(chromium, agora, fake_llm, view):
+    """Alice invites bob: her page lists him, his home page shows the invitation; he accepts, then
+    leaves (the seat goes on without him, so the debate ends and frees alice's running slot)."""
+    fake_llm.token_delay = 0.0
+    owner = await open_page(chromium, view)
+    await log_in(owner, agora, "alice")
+    invite = {"input[name=invite-yinguang]": "bob"}
+    pk = await start(owner, agora, LONG_QUESTION, personas=("huineng", "yinguang"), rounds="1", extra=invite)
+    await owner.wait_for_selector("#people [data-invitation=pending]")
+    await check_fits(owner, "people-owner", view)
+
+    guest = await open_page(chromium, view)
+    await log_in(guest, agora, "bob")
+    invitation = guest.locator(f"#invitations form[action='/seats/{await _seat(owner)}/invitation/']")
+    await check_fits(guest, "home-invitation", view)
+    async with guest.expect_navigation():
+        await invitation.locator("button[value=accept]").click()
+    assert guest.url == f"{agora.url}/debates/{pk}/"
+    await check_fits(guest, "people-seated", view)
+    async with guest.expect_navigation():
+        await guest.click("#people form[action$='/leave/'] button")
+    assert guest.url == f"{agora.url}/"
+    assert not await guest.locator(f"table.history a[href='/debates/{pk}/']").count()
+
+
+async def _seat(page) -> str:
+    return (await page.get_attribute("#people li[data-invitation]", "id")).removeprefix("seat-")
+
+
 async def test_login_and_error_pages(chromium, agora, view):
     page = await open_page(chromium, view)
     await page.goto(f"{agora.url}/accounts/login/")

@@ -1,0 +1,284 @@
+"""What staff with Provider or Search-provider rights can make the server fetch, and what of it
+they (and every user) get to read (hardening round two, finding 6, and "a provider's raw error
+text reaches ordinary users"): the default key goes only to its own host; admin checks say the
+status and the kind of failure, never the reply; a provider that staff who are not superusers add
+is offered to users only once a superuser approves it; a turn's error carries no server text.
+
+A canary HTTP server on loopback stands for the internal service: it records every request's
+`Authorization` and answers with a body holding a marker that must never be shown."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from debates import runner
+from debates.forms import form_for
+from debates.models import Debate, Provider, SearchProvider
+from testkit.fake_openai import Fault
+from tests.security.conftest import PLAIN_A, PLAIN_B, english_client
+
+DEFAULT_KEY = "sk-canary-default-key-0123456789abcdef"
+MARKER = "INTERNAL-ONLY-7f3a9c"  # what the internal service says; never on a page or in a message
+PROVIDERS = "/admin/debates/provider/"
+
+
+class Canary:
+    """A loopback HTTP server answering every request with `answer` = (status, headers, body)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []  # (method, path, Authorization)
+        self.answer: tuple[int, dict, bytes] = (500, {"Content-Type": "text/plain"}, MARKER.encode())
+        canary = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                canary.seen.append((self.command, self.path, self.headers.get("Authorization", "")))
+                status, headers, body = canary.answer
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _reply
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def answers(self, status: int, body, content_type: str = "application/json", **headers) -> None:
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.answer = (status, {"Content-Type": content_type, **headers}, payload)
+
+    def bearers(self) -> list[str]:
+        return [auth for _m, _p, auth in self.seen if auth]
+
+    def __enter__(self) -> Canary:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def canary():
+    with Canary() as made:
+        yield made
+
+
+@pytest.fixture
+def quick(settings):
+    settings.AGORA_PROVIDER_RETRIES = 0
+    settings.AGORA_PROVIDER_BACKOFF = 0.01
+
+
+@pytest.fixture
+def provider_staff(staff):
+    """Staff holding every Provider and Search-provider permission, but no superuser."""
+    codenames = [f"{verb}_{model}" for verb in ("add", "change", "view") for model in ("provider", "searchprovider")]
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return type(staff).objects.get(pk=staff.pk)
+
+
+def act(client, action: str, *rows, changelist: str = PROVIDERS) -> list[str]:
+    """Run an admin action on `rows`; the messages it left."""
+    response = client.post(changelist, {"action": action, "_selected_action": [row.pk for row in rows]})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    return [str(message) for message in response.wsgi_request._messages._queued_messages]  # this request's
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- the default key goes to its own host only -------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_default_key_never_reaches_another_host(canary, quick, superuser, libraries, alice, monkeypatch, settings):
+    monkeypatch.setenv("OPENAI_API_KEY", DEFAULT_KEY)
+    monkeypatch.setenv("COPY_API_KEY", DEFAULT_KEY)  # the same key under an allowed name
+    settings.OPENAI_BASE_URL = "https://llm.example.net/v1"
+    canary.answers(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
+    admin = english_client(superuser)
+
+    # The admin refuses to point the default key at another host, and says what decides it.
+    form = {"name": "canary", "base_url": canary.base_url, "default_model": "m", "concurrency": "1"}
+    response = admin.post(f"{PROVIDERS}add/", form | {"timeout": "5", "api_key_env": "OPENAI_API_KEY"})
+    assert response.status_code == 200 and not Provider.objects.exists()
+    assert "OPENAI_API_KEY_HOSTS" in response.content.decode()
+
+    # Rows written straight into the database (or before this rule) send nothing either: the
+    # admin's checks, a debate, a regenerated turn's client all refuse before any request.
+    rows = [
+        Provider.objects.create(name=name, base_url=canary.base_url, default_model="m", api_key_env=variable)
+        for name, variable in (("direct", "OPENAI_API_KEY"), ("copy", "COPY_API_KEY"))
+    ]
+    for action in ("test_connection", "fetch_models"):
+        messages = act(admin, action, *rows)
+        assert all("OPENAI_API_KEY_HOSTS" in m for m in messages), messages
+    debate = Debate.objects.create(owner=alice, question="念佛与参禅？", format="duel", provider=rows[0])
+    from asgiref.sync import async_to_sync
+
+    assert async_to_sync(runner.execute)(debate.pk) == "failed"
+    assert not canary.seen, canary.seen
+
+    # The same checks with the key bound to this host (OPENAI_API_KEY_HOSTS) do send it: the
+    # canary would have seen it above.
+    settings.OPENAI_API_KEY_HOSTS = ["127.0.0.1"]
+    act(admin, "test_connection", rows[0])
+    assert f"Bearer {DEFAULT_KEY}" in canary.bearers()
+
+
+# -- admin checks: the status and the kind, never the reply ------------------------------------------------
+
+
+REPLIES = [
+    # (status, body, content type, what the message says instead)
+    (500, {"error": {"message": f"db password is {MARKER}"}}, "application/json", "HTTP 500"),
+    (401, {"error": {"message": f"token {MARKER} expired"}}, "application/json", "refused the API key"),
+    (403, f"forbidden: {MARKER}".encode(), "text/plain", "HTTP 403"),
+    (400, {"error": {"message": MARKER}}, "application/json", "HTTP 400"),
+    (200, f"<html><title>{MARKER}</title></html>".encode(), "text/html", "OpenAI-compatible"),
+    (200, {"data": [{"id": f"<b>{MARKER} and more words</b>"}]}, "application/json", "OpenAI-compatible"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("status", "body", "content_type", "said"), REPLIES)
+def test_provider_checks_show_the_status_never_the_body(
+    canary, quick, provider_staff, status, body, content_type, said
+):
+    canary.answers(status, body, content_type)
+    provider = Provider.objects.create(name="internal", base_url=canary.base_url, default_model="m")
+    admin = english_client(provider_staff)
+    messages = act(admin, "test_connection", provider) + act(admin, "fetch_models", provider)
+    assert canary.seen, "the checks did reach the server"
+    assert all(MARKER not in m for m in messages), messages
+    assert all(said in m for m in messages), messages
+    assert MARKER not in admin.get(PROVIDERS).content.decode()
+    provider.refresh_from_db()
+    assert provider.offered_models == []
+
+
+@pytest.mark.django_db
+def test_an_unreachable_provider_is_said_so(quick, provider_staff):
+    provider = Provider.objects.create(name="down", base_url=f"http://127.0.0.1:{closed_port()}/v1", default_model="m")
+    messages = act(english_client(provider_staff), "test_connection", provider)
+    assert "cannot reach" in messages[0], messages
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "headers", "said"),
+    [(500, {}, "HTTP 500"), (403, {}, "HTTP 403"), (302, {"Location": f"http://{MARKER}.internal/"}, "HTTP 302")],
+)
+def test_search_checks_show_the_status_never_the_body(canary, provider_staff, status, headers, said, caplog):
+    canary.answers(status, {"error": {"message": MARKER}}, **headers)
+    searx = SearchProvider.objects.create(name="internal", kind="searxng", base_url=canary.base_url[:-3])
+    with caplog.at_level(logging.WARNING):
+        (message,) = act(
+            english_client(provider_staff), "test_search", searx, changelist="/admin/debates/searchprovider/"
+        )
+    assert canary.seen and said in message and MARKER not in message, message
+    assert MARKER in caplog.text, "what the server said stays in the log"
+
+
+# -- staff-made providers wait for a superuser ----------------------------------------------------------------
+
+
+def start_form_errors(values: dict) -> dict:
+    base = {"topic": "Which path suits a modern practitioner?", "format": "duel", "personas": [PLAIN_A, PLAIN_B]}
+    form = form_for(base | values)
+    form.is_valid()
+    return {name: " ".join(str(m) for m in messages) for name, messages in form.errors.items()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_provider_staff_add_is_offered_once_a_superuser_approves_it(
+    canary, quick, provider_staff, superuser, alice, plain_library
+):
+    canary.answers(200, {"object": "list", "data": [{"id": "loopback-only-model", "object": "model"}]})
+    staff_admin, root_admin = english_client(provider_staff), english_client(superuser)
+    form = {"name": "internal", "base_url": canary.base_url, "default_model": "m", "concurrency": "1", "timeout": "5"}
+    assert staff_admin.post(f"{PROVIDERS}add/", form).status_code == 302
+    provider = Provider.objects.get(name="internal")
+    assert not provider.approved
+
+    (fetched,) = act(staff_admin, "fetch_models", provider)
+    assert "loopback-only-model" in fetched and "once a superuser approves it" in fetched
+    provider.refresh_from_db()
+    assert provider.offered_models == ["loopback-only-model"]
+
+    # Users see neither the provider nor its models, and choosing it says why.
+    start_page = english_client(alice).get("/debates/new/").content.decode()
+    assert "loopback-only-model" not in start_page and f'value="{provider.pk}"' not in start_page
+    assert "superuser approves it" in start_form_errors({"provider": provider.pk})["provider"]
+    seat_errors = start_form_errors({"seat_models": f"{PLAIN_A} = internal/m"})
+    assert "superuser approves it" in seat_errors["seat_models"]
+    # A debate that names it anyway (made before, or straight in the database) fails unsent.
+    from asgiref.sync import async_to_sync
+
+    debate = Debate.objects.create(owner=alice, question="念佛与参禅？", format="duel", provider=provider)
+    asked = len(canary.seen)
+    assert async_to_sync(runner.execute)(debate.pk) == "failed"
+    debate.refresh_from_db()
+    assert "approval" in debate.status_detail and len(canary.seen) == asked
+
+    # Staff cannot approve it themselves; a superuser can.
+    assert "Approve: offer to users" not in staff_admin.get(PROVIDERS).content.decode()
+    staff_admin.post(PROVIDERS, {"action": "approve", "_selected_action": [provider.pk]})
+    provider.refresh_from_db()
+    assert not provider.approved
+    act(root_admin, "approve", provider)
+    provider.refresh_from_db()
+    assert provider.approved and provider.approved_by == superuser
+    start_page = english_client(alice).get("/debates/new/").content.decode()
+    assert "loopback-only-model" in start_page
+
+    # Re-pointed by staff, it waits again; a change elsewhere keeps the approval.
+    change = f"{PROVIDERS}{provider.pk}/change/"
+    assert staff_admin.post(change, form | {"timeout": "9"}).status_code == 302
+    provider.refresh_from_db()
+    assert provider.approved
+    assert staff_admin.post(change, form | {"base_url": "http://127.0.0.2:9/v1"}).status_code == 302
+    provider.refresh_from_db()
+    assert not provider.approved and provider.approved_by is None
+
+
+# -- a provider's error reaches users as its status and kind ------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_turn_error_says_the_status_not_the_servers_words(fast_llm, libraries, alice, caplog):
+    from asgiref.sync import sync_to_async
+
+    fast_llm.inject(Fault.server_error(400, f"context too long; upstream {MARKER} at 10.0.0.7"), times=None)
+    debate = await Debate.objects.acreate(owner=alice, question="念佛与参禅？", format="duel")
+    with caplog.at_level(logging.WARNING):
+        assert await runner.execute(debate.pk) == "failed"
+    turn = await debate.turns.afirst()
+    assert "HTTP 400" in turn.error and MARKER not in turn.error, turn.error
+
+    def pages() -> dict[str, str]:
+        owner = english_client(alice)
+        return {path: owner.get(f"/debates/{debate.pk}/{path}").content.decode() for path in ("", "export.json")}
+
+    for path, text in (await sync_to_async(pages)()).items():
+        assert "HTTP 400" in text and MARKER not in text, path
+    assert MARKER in caplog.text, "the operator's log keeps what the server said"
