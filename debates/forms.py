@@ -18,17 +18,16 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
-from debates import documents
+from debates import documents, options
 from debates.engine import registry
 from debates.engine.format import Format, Mode
-from debates.engine.spec import CommonOptions, UnknownOptions
+from debates.engine.options import Option
+from debates.engine.spec import UnknownOptions
 from debates.models import Debate, Provider, SearchProvider, Seat
 from debates.specs import library_spec, persona_spec
 from personas.models import Library, Persona
 
 MAX_TOPIC = 1000
-MAX_EVIDENCE = 20000
-MAX_CONTEXT = 2000
 SIDES = ("for", "against")
 
 
@@ -72,24 +71,6 @@ class PersonaSlugsField(forms.Field):
         return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
-class MultipleFileInput(forms.ClearableFileInput):
-    allow_multiple_selected = True
-
-
-class DocumentsField(forms.FileField):
-    """Several files in one input; each is read into text (`debates.documents`) when cleaned."""
-
-    widget = MultipleFileInput
-
-    def clean(self, data, initial=None):
-        files = data if isinstance(data, list | tuple) else [data] if data else []
-        return [super(DocumentsField, self).clean(f, initial) for f in files] if files else []
-
-
-def _upload_limit() -> str:
-    return f"{settings.AGORA_UPLOAD_MAX_BYTES / 2**20:g} MB"
-
-
 NO_RESEARCH = ""
 ENVIRONMENT_SEARCH = "env"
 
@@ -123,54 +104,7 @@ class DebateForm(forms.Form):
         error_messages={"invalid_choice": _("Choose one of the formats in the list.")},
     )
     personas = PersonaSlugsField(label=_("Personas at the table"), required=False)
-    rounds = forms.IntegerField(label=_("Rounds"), required=False, min_value=1)
-    mode = forms.CharField(label=_("Mode"), required=False, max_length=40)
-    research_budget = forms.ChoiceField(
-        label=_("Research budget"),
-        initial="standard",
-        required=False,
-        choices=[("light", _("light")), ("standard", _("standard")), ("deep", _("deep"))],
-        error_messages={"invalid_choice": _("Choose light, standard or deep.")},
-        help_text=_("Deeper research lets the panel spend more tokens and time."),
-    )
-    no_interrupt = forms.BooleanField(
-        label=_("No interrupt (run through the roundtable checkpoint)"),
-        required=False,
-        help_text=_("Otherwise the roundtable pauses after the first round so you can add facts."),
-    )
-    max_chars = forms.IntegerField(
-        label=_("Characters per speech"),
-        required=False,
-        min_value=1,
-        help_text=_("Empty: the library's limit. A longer speech is cut, and marked so."),
-    )
-    token_budget = forms.IntegerField(
-        label=_("Token budget"),
-        required=False,
-        min_value=1,
-        help_text=_("Empty: the format's own cap. Past it the speeches end and the verdict is still written."),
-    )
-    force = forms.BooleanField(
-        label=_("Debate anyway"),
-        required=False,
-        help_text=_(
-            "Otherwise the host first asks whether the question needs a debate at all, and answers a simple fact, a "
-            "single bug fix, an urgent or an already decided matter directly, saying why."
-        ),
-    )
-    evidence = forms.CharField(
-        label=_("Material for the evidence pack"),
-        required=False,
-        max_length=MAX_EVIDENCE,
-        widget=forms.Textarea(attrs={"rows": 4}),
-    )
-    documents = DocumentsField(
-        label=_("Documents"),
-        required=False,
-        widget=MultipleFileInput(attrs={"accept": ".txt,.md,.pdf,.docx", "aria-describedby": "id_documents_help"}),
-        help_text=_("Up to %(count)d files (%(kinds)s), %(size)s each: each part becomes a source."),
-    )
-    documents_read = forms.CharField(required=False, widget=forms.HiddenInput)
+    # Then every format's options, made from their descriptions (`debates.options`, in __init__).
     search = forms.ChoiceField(
         label=_("Web research"),
         required=False,
@@ -182,24 +116,12 @@ class DebateForm(forms.Form):
             "mode, a moderated debate when asked; every page found becomes a numbered source."
         ),
     )
-    research = forms.BooleanField(
-        label=_("Research before the opening"),
-        required=False,
-        help_text=_("Search the web for an evidence pack first (needs web research above)."),
-    )
     stand_in = forms.ChoiceField(
         label=_("If I miss my turn"),
         required=False,
         initial="llm",
         choices=[("llm", _("a model speaks for me")), ("pass", _("my turn passes"))],
         help_text=_("Tick “I take this seat” on a persona to write its turns yourself, within the time limit."),
-    )
-    user_context = forms.CharField(
-        label=_("About you (optional)"),
-        required=False,
-        max_length=MAX_CONTEXT,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text=_("Your situation and constraints (team, budget, deadline): every persona reads them."),
     )
     provider = forms.ModelChoiceField(
         label=_("Provider"),
@@ -221,15 +143,6 @@ class DebateForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "provider-models", "autocomplete": "off"}),
         help_text=_("Empty: the provider's default model. The list shows the models each provider offers."),
     )
-    money_budget = forms.FloatField(
-        label=_("Money budget (USD)"),
-        required=False,
-        min_value=0.0001,
-        help_text=_(
-            "Empty: no limit. Once the debate has cost this much no new turn starts (a verdict still does). "
-            "Prices come from the provider's settings or a built-in table; the local model is free."
-        ),
-    )
     seat_models = forms.CharField(
         label=_("Per-seat models"),
         required=False,
@@ -238,19 +151,15 @@ class DebateForm(forms.Form):
         help_text=_("One line per seat: id = model, or id = provider/model (each card shows its persona's id)."),
     )
 
-    # The form fields that set a format's own options (those not every format takes), shown only
-    # for a format whose `Options` has them; rounds and mode have their own places on the page.
-    PLACED_ELSEWHERE = {"rounds", "mode", "evidence", "user_context", "documents", "research", "money_budget"}
-
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
         super().__init__(*args, **kwargs)
         self.fields["search"].initial = default_search()
-        self.fields["documents"].help_text = self.fields["documents"].help_text % {
-            "count": settings.AGORA_UPLOAD_MAX_FILES,
-            "kinds": ", ".join(documents.EXTENSIONS),
-            "size": _upload_limit(),
-        }
+        # Every registered format's options after the personas, each as the chosen format
+        # describes it where it takes it (a format registered later brings its own).
+        fixed = list(self.fields.items())
+        at = [name for name, _field in fixed].index("personas") + 1
+        self.fields = dict(fixed[:at]) | options.form_fields(self.fmt) | dict(fixed[at:])
 
     @property
     def fmt(self) -> Format:
@@ -267,9 +176,17 @@ class DebateForm(forms.Form):
         shown = self.data.get("part_format") if self.is_bound else None
         return bool(shown) and shown != self.data.get("format")
 
-    def option_fields(self, fmt: Format) -> list[str]:
-        own = fmt.Options.names() - CommonOptions.names() - self.PLACED_ELSEWHERE
-        return [name for name in self.fields if name in own]
+    def option_fields(self, fmt: Format, place: str = "format") -> list[str]:
+        """The options of `fmt` the page draws at `place` (its modes are radio buttons of their own)."""
+        return [name for name, opt in fmt.options().items() if opt.place == place and opt.kind != "mode"]
+
+    def placed(self, place: str) -> list[OptionField]:
+        """The options every format shares that the page draws at `place` (outside the format's part)."""
+        return [
+            OptionField(self[name], options.described(name, self.fmt))
+            for name, takers in options.union().items()
+            if all(opt.place == place for opt in takers.values())
+        ]
 
     def clean_topic(self):
         topic = strip_invisible(self.cleaned_data["topic"]).strip()
@@ -277,17 +194,17 @@ class DebateForm(forms.Form):
             raise forms.ValidationError(_("Ask a question: it cannot be empty."))
         return topic
 
-    def clean_research_budget(self):
-        return self.cleaned_data.get("research_budget") or "standard"
-
-    def clean_evidence(self):
-        return strip_invisible(self.cleaned_data.get("evidence", ""))
-
-    def clean_documents(self):
+    def _clean_documents(self, name: str) -> None:
         """Each upload read into sections now, so a file that cannot be read is refused beside
         its field before anything is created (the browser must choose it again: say so)."""
-        files = self.cleaned_data.get("documents") or []
-        carried = self.data.get("documents_read") if self.is_bound else ""
+        if name in self.cleaned_data:
+            try:
+                self.cleaned_data[name] = self._read_documents(name, self.cleaned_data[name] or [])
+            except forms.ValidationError as error:
+                self.add_error(name, error)
+
+    def _read_documents(self, name: str, files: list) -> list[dict]:
+        carried = self.data.get(options.carried_field(name)) if self.is_bound else ""
         if not files and carried:
             try:
                 return documents.options_from_json(carried)
@@ -302,7 +219,7 @@ class DebateForm(forms.Form):
             if upload.size > settings.AGORA_UPLOAD_MAX_BYTES:  # refused before it is read into memory
                 raise forms.ValidationError(
                     _("%(name)s is larger than %(size)s: split it or paste its text, then choose the files again.")
-                    % {"name": documents.clean_name(upload.name), "size": _upload_limit()}
+                    % {"name": documents.clean_name(upload.name), "size": options.upload_limit()}
                 )
             try:
                 read.append(documents.extract(upload.name, upload.read()))
@@ -327,9 +244,6 @@ class DebateForm(forms.Form):
         except search_clients.SearchMisconfigured as error:
             raise forms.ValidationError(str(error)) from None
         return provider or ENVIRONMENT_SEARCH
-
-    def clean_user_context(self):
-        return strip_invisible(self.cleaned_data.get("user_context", "")).strip()
 
     def clean_personas(self):
         slugs = [s for s in self.cleaned_data.get("personas", []) if s]
@@ -361,6 +275,9 @@ class DebateForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        for name in options.union():
+            if options.described(name).kind == "documents":
+                self._clean_documents(name)
         fmt_name, personas = data.get("format"), data.get("personas")
         if not fmt_name:
             return data
@@ -370,15 +287,7 @@ class DebateForm(forms.Form):
         if personas is None:
             return data
         fmt = registry.get(fmt_name)
-        if data.get("mode") and fmt.mode(data["mode"]) is None:
-            if fmt.modes:
-                labels = ", ".join(gettext(m.label) for m in fmt.modes)
-                self.add_error("mode", _("Choose one of this format's modes: %(modes)s.") % {"modes": labels})
-            else:
-                self.add_error("mode", _("This format has no modes; leave Mode empty."))
-            return data
-        if data.get("rounds") is not None and not fmt.rounds.user_sets:
-            self.add_error("rounds", _("This format sets its own rounds; leave Rounds empty."))
+        if self._refuse_what_the_format_decides(fmt, data):
             return data
         try:
             data["options"] = fmt.Options.from_dict(self._option_values(fmt, data))
@@ -390,7 +299,7 @@ class DebateForm(forms.Form):
         problems = fmt.check(question, [persona_spec(p) for p in personas], data["options"], library)
         for field, problem in problems.items():
             self.add_error(field if field in self.fields else None, problem.render(gettext))
-        mode = fmt.mode(getattr(data["options"], "mode", ""))
+        mode = fmt.effective_mode(question, data["options"], len(personas))
         data["human_seats"] = [p.slug for p in personas if self.data.get(human_field(p.slug))]
         data["invites"] = self._read_invites(personas)
         chosen = {p.slug for p in personas}
@@ -405,10 +314,29 @@ class DebateForm(forms.Form):
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         return data
 
+    def _refuse_what_the_format_decides(self, fmt: Format, data: dict) -> bool:
+        """A mode that is not one of the format's, or rounds for a format that sets its own (a
+        stale page, the CLI, the API): said beside the field. Other options a format does not
+        take are not its business and stay unused."""
+        refused = False
+        for name in options.union():
+            opt, value = options.described(name, fmt), data.get(name)
+            if opt.kind == "mode" and value and fmt.mode(value) is None:
+                if fmt.modes:
+                    labels = ", ".join(gettext(m.label) for m in fmt.modes)
+                    self.add_error(name, _("Choose one of this format's modes: %(modes)s.") % {"modes": labels})
+                else:
+                    self.add_error(name, _("This format has no modes; leave Mode empty."))
+                refused = True
+            elif opt.kind == "rounds" and value is not None and name not in fmt.options():
+                self.add_error(name, _("This format sets its own rounds; leave Rounds empty."))
+                refused = True
+        return refused
+
     def _option_values(self, fmt, data) -> dict:
-        """The form's values for the options this format takes (others are not its business)."""
-        names = fmt.Options.names() & set(self.fields)
-        return {name: data[name] for name in names if data.get(name) not in (None, "", False)}
+        """The form's values for the options this format takes (others are not its business).
+        Empty ones are left to the format's defaults; zero is a value (refused by its field)."""
+        return {name: data[name] for name in fmt.options() if name in data and not options.is_empty(data[name])}
 
     def _read_invites(self, personas) -> dict[str, str]:
         """Seats offered to another user, by the name typed on each card. Any name is taken:
@@ -508,13 +436,11 @@ def form_for(values: dict) -> DebateForm:
 
     values = dict(values)
     positions = values.pop("positions", None) or {}
-    data = MultiValueDict(
-        {k: v if isinstance(v, list) else [v] for k, v in values.items() if v not in (None, "", False)}
-    )
+    # Zero stays: `rounds=0` is refused beside its field, never read as "the default".
+    posted = options.as_posted(values)
+    data = MultiValueDict({k: v if isinstance(v, list) else [v] for k, v in posted.items()})
     for slug, side in positions.items():
         data[position_field(slug)] = side
-    if values.get("no_interrupt"):
-        data["no_interrupt"] = "on"
     return DebateForm(data)
 
 
@@ -554,6 +480,27 @@ class Shelf:
 
 
 @dataclass
+class OptionField:
+    """One option as the page draws it: its field, its description, and (numbers) its default
+    and bounds in the format's first library."""
+
+    field: BoundField
+    option: Option
+    default: object = None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.option.kind
+
+    @property
+    def carried(self) -> str:
+        """Documents: the hidden field that keeps those already read."""
+        return options.carried_field(self.field.name)
+
+
+@dataclass
 class FormatPart:
     """The format-specific part of the start page (swapped when the format changes)."""
 
@@ -563,10 +510,9 @@ class FormatPart:
     mode: str  # the chosen (or default) mode's name
     seat_bounds: str  # "2", "3–5"
     agora_chooses: bool
-    rounds: bool  # the user sets the number of rounds
-    rounds_default: int | None
-    rounds_max: int | None
-    options: list[BoundField]
+    mode_field: BoundField | None  # the option its modes set, if it has modes
+    options: list[OptionField]  # its own options (its rounds among them), as it declares them
+    after_search: list[OptionField]  # options drawn below the web research choice they need
     stray_errors: list[str]  # errors of fields this format does not show
     search_ready: bool = False  # a search provider is set up (the format may research)
 
@@ -580,6 +526,19 @@ def describe(persona: Persona) -> str:
     the library has one."""
     english = (get_language() or "").startswith("en")
     return strip_invisible((persona.description_en if english else "") or persona.description)
+
+
+def _drawn(form: DebateForm, fmt: Format, name: str, protocol: dict) -> OptionField:
+    """An option of `fmt` as its part draws it: a number with the library's own default and
+    range where its protocol names them (else the option's own bounds)."""
+    opt = fmt.options()[name]
+    default, low, high = fmt.option_bounds(opt, protocol)
+    widget = form.fields[name].widget
+    if opt.kind in ("int", "float"):
+        if default is not None:
+            widget.attrs["placeholder"] = _("default %(value)s") % {"value": default}
+        widget.attrs.update({key: bound for key, bound in (("min", low), ("max", high)) if bound is not None})
+    return OptionField(form[name], opt, default, low, high)
 
 
 def format_part(form: DebateForm) -> FormatPart:
@@ -604,26 +563,21 @@ def format_part(form: DebateForm) -> FormatPart:
             for p in debaters
         ]
         shelves.append(Shelf(strip_invisible(library.name), cards))
-    mode_value = "" if fresh else str(form["mode"].value() or "")
+    mode_name = next((name for name, opt in fmt.options().items() if opt.kind == "mode"), None)
+    mode_value = "" if fresh or not mode_name else str(form[mode_name].value() or "")
     # A format whose default is a choice of its own ("from the question") shows it checked.
     mode = None if fmt.mode_hint and not mode_value else fmt.mode(mode_value) or fmt.mode("")
     low, high = fmt.seating.count
     protocol = dict(libraries[0].protocol) if libraries else {}
-    options = form.option_fields(fmt)
-    for name in options:  # the library's own default and range, where its protocol names them
-        field = form.fields[name]
-        if protocol.get(name) is not None:
-            field.widget.attrs["placeholder"] = _("default %(value)s") % {"value": protocol[name]}
-        if f"{name}_range" in protocol:
-            low, high = protocol[f"{name}_range"]
-            field.widget.attrs.update({"min": low, "max": high})
-    shown = {"topic", "format", "personas", "evidence", "documents", "user_context", "provider", "model", "seat_models"}
-    shown |= {"stand_in", "money_budget"}
-    shown |= {*options, *(["search"] if fmt.researches else [])}
-    if fmt.modes:
-        shown.add("mode")
-    if fmt.rounds.user_sets:
-        shown.add("rounds")
+    drawn = {
+        place: [_drawn(form, fmt, name, protocol) for name in form.option_fields(fmt, place)]
+        for place in ("format", "search")
+    }
+    shown = {"topic", "format", "personas", "provider", "model", "seat_models", "stand_in"}
+    shown |= {name for name, opt in fmt.options().items() if opt.place in ("material", "advanced")}
+    shown |= {o.field.name for o in drawn["format"] + drawn["search"]} | ({"search"} if fmt.researches else set())
+    if fmt.modes and mode_name:
+        shown.add(mode_name)
     stray = [str(e) for name, errors in form.errors.items() if name != "__all__" and name not in shown for e in errors]
     return FormatPart(
         fmt=fmt,
@@ -632,10 +586,9 @@ def format_part(form: DebateForm) -> FormatPart:
         mode=mode.name if mode else "",
         seat_bounds=str(low) if low == high else f"{low}–{high}",
         agora_chooses=fmt.seating.agora_chooses,
-        rounds=fmt.rounds.user_sets,
-        rounds_default=fmt.rounds.default_for(protocol),
-        rounds_max=fmt.rounds.maximum_for(protocol),
-        options=[form[name] for name in options],
+        mode_field=form[mode_name] if fmt.modes and mode_name else None,
+        options=drawn["format"],
+        after_search=drawn["search"],
         stray_errors=stray,
         search_ready=fmt.researches and len(search_choices()) > 1,
     )

@@ -97,13 +97,16 @@ def _start_page(request, form: DebateForm) -> dict:
     mode = str(form["mode"].value() or "") if form.is_bound else ""
     # Documents read on this post stay with the page (a file input cannot be refilled).
     read = getattr(form, "cleaned_data", {}).get("documents") if form.is_bound else None
+    advanced = [form["provider"], form["model"], form["seat_models"], *(o.field for o in form.placed("advanced"))]
     return {
         "carried_documents": [d["name"] for d in read or []],
         "carried_json": json.dumps(read, ensure_ascii=False) if read else "",
         "form": form,
         "part": part,
         "suggestion": _suggestion_html(request, part.fmt, topic, mode) if topic.strip() else "",
-        "advanced": [form["provider"], form["model"], form["seat_models"], form["money_budget"]],
+        "material": form.placed("material"),  # what every format reads, as the options declare it
+        "advanced": advanced,
+        "advanced_open": any(field.errors for field in advanced),
         # Only approved providers' models: a list fetched from a provider that staff added is
         # the reply of whatever server they named, shown once a superuser approves it.
         "providers": [p for p in Provider.objects.filter(approved=True) if p.offered_models],

@@ -6,6 +6,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from debates import options
 
 
 class Error(Schema):
@@ -18,8 +22,21 @@ class InvalidInput(Error):
     )
 
 
-class DebateStart(Schema):
-    """The start form's fields (see the New debate page for what each does)."""
+class OpenBody(BaseModel):
+    """A request body that keeps the fields it does not declare. A plain pydantic model: ninja's
+    `Schema` reads its input through attribute access, which drops them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def dict(self, **kwargs) -> dict[str, Any]:
+        """As ninja's `Schema.dict`: every field given, declared or not."""
+        return self.model_dump(**kwargs)
+
+
+class DebateStart(OpenBody):
+    """The start form's fields (see the New debate page for what each does), and every
+    registered format's options, made from their descriptions (`debates.options`): they travel
+    as further fields, so a format registered after start-up brings its own."""
 
     topic: str = Field(description="The question.", max_length=10_000)
     format: str | None = Field(None, description="A format's name; default: the first in the list.")
@@ -32,23 +49,37 @@ class DebateStart(Schema):
         default_factory=dict, description="Seats given to other users: persona id → user name."
     )
     stand_in: Literal["llm", "pass"] | None = Field(None, description="When a person misses their turn.")
-    rounds: int | None = None
-    mode: str = ""
-    research_budget: Literal["light", "standard", "deep"] | None = None
-    no_interrupt: bool = False
-    max_chars: int | None = None
-    token_budget: int | None = None
-    money_budget: float | None = Field(None, description="USD; empty: no limit.")
-    force: bool = Field(False, description="Debate even a question the host would answer directly.")
-    evidence: str = ""
-    user_context: str = ""
     search: str = Field("", description='Web research: "" none, "env" the server\'s, or "p<id>" a search provider.')
-    research: bool = False
     provider: str | None = Field(None, description="A provider's name; default: the environment's.")
     model: str = ""
     seat_models: dict[str, str] = Field(
         default_factory=dict, description="Per-seat models: persona id → model, or provider/model."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _options_known(cls, data: Any) -> Any:
+        """A field that is neither the start form's nor a format's option is refused by name (a
+        typo is never dropped silently); option values are checked by the start form."""
+        if isinstance(data, dict):
+            problems = options.api_problems(data, set(cls.model_fields))
+            if problems:
+                raise ValidationError.from_exception_data(
+                    cls.__name__,
+                    [
+                        InitErrorDetails(type=PydanticCustomError("option", message), loc=(name,), input=data[name])
+                        for name, message in problems.items()
+                    ],
+                )
+        return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema, handler):
+        """The options of the formats registered now, in the OpenAPI document."""
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        schema["properties"].update(options.api_properties())
+        schema["additionalProperties"] = False
+        return schema
 
 
 class Links(Schema):

@@ -4,15 +4,13 @@ Same engine, same persistence as the web: the debate is saved and can be opened 
 """
 
 import asyncio
-import json
-import os
 import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
 
-from debates import documents, reports, runner
+from debates import options, reports, runner
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
@@ -97,27 +95,12 @@ class Command(BaseCommand):
         parser.add_argument("--format", default=registry.names()[0], choices=registry.names())
         parser.add_argument("--personas", default="", help="comma-separated persona slugs (in seat order)")
         parser.add_argument("--positions", default="", help="moderated position-based: slug=for,slug=against")
-        parser.add_argument("--rounds", type=int)
-        parser.add_argument("--mode", default="")
-        parser.add_argument("--budget", default="standard", help="panel research budget: light|standard|deep")
-        parser.add_argument("--evidence", default="", help="a file whose text joins the evidence pack")
-        parser.add_argument(
-            "--document",
-            action="append",
-            default=[],
-            help="a .txt, .md, .pdf or .docx file whose parts join the evidence pack as sources (repeatable)",
-        )
         parser.add_argument(
             "--search",
             default=None,
             help="web research: 'env' (AGORA_SEARCH_BACKEND), a Search provider's name, or 'none' "
             "(default: what the start form offers first)",
         )
-        parser.add_argument("--context", default="", help="about you: your situation and constraints")
-        parser.add_argument(
-            "--force", action="store_true", help="roundtable: debate even what it would answer directly"
-        )
-        parser.add_argument("--no-interrupt", action="store_true", help="run through the roundtable checkpoint")
         parser.add_argument("--model", default="", help="model name for the default provider")
         parser.add_argument(
             "--language",
@@ -131,19 +114,9 @@ class Command(BaseCommand):
             help="username that owns the debate (sees and shares it on the web); without it only users "
             "with the view_all_debates permission see it",
         )
-
-    def read_documents(self, paths: list[str]) -> str:
-        """The files read as the start form reads uploads, passed on as the form carries them."""
-        read = []
-        for path in paths:
-            try:
-                with open(path, "rb") as handle:
-                    read.append(documents.as_option(documents.extract(os.path.basename(path), handle.read())))
-            except OSError as error:
-                raise CommandError(f"--document {path}: {error.strerror}") from None
-            except documents.DocumentError as error:
-                raise CommandError(f"--document: {error}") from None
-        return json.dumps(read, ensure_ascii=False) if read else ""
+        # Every registered format's options: a flag each (and those kept from before, --budget,
+        # --context, --document), and --option NAME=VALUE for any of them.
+        options.add_cli_arguments(parser)
 
     def search_choice(self, value: str | None) -> str:
         if value is None:
@@ -158,24 +131,17 @@ class Command(BaseCommand):
         return f"p{provider.pk}"
 
     def handle(self, *args, **opts):
-        evidence = ""
-        if opts["evidence"]:
-            with open(opts["evidence"], encoding="utf-8") as handle:
-                evidence = handle.read()
+        try:  # read as the form reads them; with nobody at the terminal, nothing waits for an answer
+            chosen = options.cli_values(opts, unattended=not sys.stdin.isatty())
+        except options.OptionError as error:
+            raise CommandError(str(error)) from None
         data = {
-            "documents_read": self.read_documents(opts["document"]),
+            **chosen,
             "search": self.search_choice(opts["search"]),
             "topic": opts["question"],
             "format": opts["format"],
             "personas": [s for s in opts["personas"].split(",") if s],
             "positions": parse_positions(opts["positions"]),
-            "rounds": opts["rounds"],
-            "mode": opts["mode"],
-            "research_budget": opts["budget"],
-            "evidence": evidence,
-            "user_context": opts["context"],
-            "force": opts["force"],
-            "no_interrupt": opts["no_interrupt"] or not sys.stdin.isatty(),
             "model": opts["model"],
         }
         known = Persona.objects.filter(slug__in=data["personas"]).values_list("slug", flat=True)
