@@ -222,7 +222,7 @@ class DebateForm(forms.Form):
                     % {"name": documents.clean_name(upload.name), "size": options.upload_limit()}
                 )
             try:
-                read.append(documents.extract(upload.name, upload.read()))
+                read.append(documents.extract_isolated(upload.name, upload.read()))  # in a child, under limits
             except documents.DocumentError as error:
                 raise forms.ValidationError(
                     _("%(problem)s Choose the files again.") % {"problem": documents.translated(error)}

@@ -327,7 +327,7 @@ def _read_documents(opt: Option, paths: list[str]) -> list[dict]:
     for path in paths:
         try:
             with open(path, "rb") as handle:
-                read.append(documents.as_option(documents.extract(os.path.basename(path), handle.read())))
+                read.append(documents.as_option(documents.extract_isolated(os.path.basename(path), handle.read())))
         except OSError as error:
             raise OptionError(f"{opt.flag} {path}: {error.strerror}") from None
         except documents.DocumentError as error:
