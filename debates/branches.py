@@ -60,7 +60,7 @@ def regenerate(debate: Debate, turn: Turn, *, model: str = "", instruction: str 
         human_inputs = {k: v for k, v in fresh.human_inputs.items() if k != turn.key}  # a person writes again
         Debate.objects.filter(pk=debate.pk).update(overrides=overrides, human_inputs=human_inputs)
 
-    control.start(debate, prepare=prepare)
+    control.start(debate, door="regenerate", prepare=prepare)
 
 
 def _copy_debate(source: Debate, owner, **fields) -> Debate:
@@ -125,7 +125,7 @@ def fork(debate: Debate, turn: Turn, owner, *, model: str = "", facts: str = "")
             kept.save()
         return new
 
-    return control.start_new(create)
+    return control.start_new(create, door="fork")
 
 
 def swappable(debate: Debate) -> bool:
@@ -150,4 +150,4 @@ def swap(debate: Debate, owner) -> Debate:
         _copy_seats(debate, new, swap=True)
         return new
 
-    return control.start_new(create)
+    return control.start_new(create, door="swap")

@@ -7,6 +7,18 @@ that brings its cost up to the debate's: (debate's cost − the prompt's cost) �
 Where no price is known (or the local model's, which is free) the allowance matches tokens instead:
 the debate's total tokens minus the prompt's. Either way it stays within 200–4,000 tokens (what one
 reply can hold). The two are shown as A and B in an order drawn at random for each comparison.
+
+Blind means the reader cannot tell which is which before the vote. The debate's conclusion is the
+text of the report the reader has just read, in the debate's voice and language, so neither arm is
+shown as it was written: the same model rewrites every arm with the same prompt (`RENDER_SYSTEM`)
+into one neutral form (conclusion, reasons, objections answered, what to do), in the question's
+language, keeping every claim and adding none. What the page shows before the vote is those
+renderings and nothing of the report (no link to it, no verdict).
+
+A comparison spends tokens, so it is admitted like a debate (`debates.admission`, the door
+"compare"): it counts against its owner's running limit while it is written (within
+`deadline_seconds`), one comparison of a debate at a time, and what it may spend is what the
+debate's token and money budgets leave after the debate and its earlier comparisons.
 """
 
 from __future__ import annotations
@@ -16,14 +28,19 @@ import contextvars
 import logging
 import random
 from collections import defaultdict
+from datetime import timedelta
 
 from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from debates import clients
+from debates import admission, clients
 from debates.models import Comparison, Debate
-from debates.providers.base import ProviderError
+from debates.providers.base import ProviderError, estimate_messages_tokens, estimate_tokens
 from debates.runner import debate_loop
+from debates.specs import question_language
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +51,35 @@ SINGLE_SYSTEM = (
     "你是一位资深顾问，独自回答用户的问题：先给结论，再给理由，列出最强的反对意见并回应，最后给出可执行的建议。"
     "用提问所用的语言作答。Answer in the language of the question."
 )
+RENDER_SYSTEM = (
+    "You are given a question and one answer to it. Rewrite the answer as a self-contained answer to "
+    "the question, in this order: the conclusion; the reasons; the strongest objections, each with its "
+    "reply; what to do. Keep every position, claim, figure and recommendation of the answer and add none "
+    "of your own; do not say where it came from (no speakers, names, rounds, debate, report or headings "
+    "of its own). Plain paragraphs. Write it in {language}."
+)
+LANGUAGES = {"zh-hans": "简体中文 (Simplified Chinese)", "en": "English"}
+CALLS = 1 + 4 + 3  # the most model calls one comparison makes: single, vote (3 + merge), 3 renderings
+
+
+def deadline_seconds() -> float:
+    """How long a comparison may take (each call within the turn deadline); a comparison still
+    "running" after that is not counted as running any more (its process died)."""
+    return settings.AGORA_TURN_DEADLINE * CALLS
+
+
+def in_flight():
+    """Comparisons being written now: they count against their owners' running limits."""
+    since = timezone.now() - timedelta(seconds=deadline_seconds())
+    return Comparison.objects.filter(state=Comparison.State.RUNNING, created_at__gte=since)
+
+
+def fail_interrupted() -> int:
+    """At the start of the process that writes every comparison (in-process mode): the ones a
+    restart interrupted are failed, not left running."""
+    return Comparison.objects.filter(state=Comparison.State.RUNNING).update(
+        state=Comparison.State.FAILED, error="interrupted by a restart"
+    )
 
 
 def conclusion_of(debate: Debate) -> str:
@@ -57,26 +103,69 @@ def strongest(pool) -> object:
     return max(priced, key=lambda c: c.price[1]) if priced else pool.default
 
 
-def allowance(debate: Debate, price, prompt_tokens: int, window: int | None = None) -> tuple[int, str]:
+def allowance(
+    debate: Debate, price, prompt_tokens: int, window: int | None = None, budget: int | None = None
+) -> tuple[int, str]:
     """(max_tokens, the rule used): equal cost where prices are known, equal tokens otherwise;
-    never more than the model's context window leaves after the prompt."""
+    never more than the model's context window leaves after the prompt, nor than `budget` (what
+    the debate's budgets leave for it, `budget_ceiling`)."""
     if price is not None and price[1] > 0 and debate.cost > 0:
         left = debate.cost - prompt_tokens * price[0] / 1_000_000
         tokens, rule = int(left * 1_000_000 / price[1]), "equal cost"
     else:
         tokens, rule = debate.total_tokens - prompt_tokens, "equal tokens"
     ceiling = MAX_TOKENS if not window else max(MIN_TOKENS, min(MAX_TOKENS, window - prompt_tokens - 64))
-    return max(MIN_TOKENS, min(ceiling, tokens)), rule
+    tokens = max(MIN_TOKENS, min(ceiling, tokens))
+    if budget is not None and budget < tokens:
+        tokens, rule = max(MIN_TOKENS, budget), "the budget left"
+    return tokens, rule
 
 
-def start(debate: Debate, owner, *, vote: bool = False) -> Comparison:
-    """A new comparison, its A/B(/C) order drawn now; the other answers are written in the
-    background."""
+class BudgetTooSmall(Exception):
+    """What the debate's budgets leave does not pay for a comparison."""
+
+
+def budget_ceiling(left: admission.Left, client, question: str, conclusion: str, vote: bool) -> int | None:
+    """The largest output allowance for the written arms whose whole comparison (their prompts,
+    answers and renderings, the conclusion's rendering) stays within what the budgets leave,
+    counted in tokens at the output price; None without a budget. An estimate: the model's token
+    counts are known only afterwards."""
+    total = left.output_tokens(client.price)
+    if total is None:
+        return None
+    prompt = estimate_messages_tokens(single_messages(question))
+    render = estimate_tokens(RENDER_SYSTEM) + estimate_tokens(question) + 16
+    fixed = prompt + render + 2 * estimate_tokens(conclusion) + render  # single + debate's rendering
+    per_token = 3  # the single answer's tokens are written, then read and written again
+    if vote:
+        fixed += 4 * prompt + render
+        per_token += 4  # samples and merge (the merge reads the samples), then its rendering
+    ceiling = (total - fixed) // per_token
+    if ceiling < MIN_TOKENS:
+        raise BudgetTooSmall(
+            f"the debate's budgets leave about {total} tokens; a comparison needs about "
+            f"{fixed + per_token * MIN_TOKENS}"
+        )
+    return ceiling
+
+
+def single_messages(question: str) -> list[dict]:
+    return [{"role": "system", "content": SINGLE_SYSTEM}, {"role": "user", "content": question}]
+
+
+def start(debate: Debate, owner, *, vote: bool = False, door: str = "compare") -> Comparison:
+    """A new comparison, its A/B(/C) order drawn now, admitted through `door` (raises
+    `admission.Refused`, creating nothing); the answers are written in the background."""
     order = [*ARMS, VOTE] if vote else list(ARMS)
     random.SystemRandom().shuffle(order)
-    comparison = Comparison.objects.create(
-        debate=debate, owner=owner, order=order, arms={"debate": {"text": conclusion_of(debate)}}
-    )
+    with transaction.atomic():
+        admission.admit(door, owner.pk if owner else None, spending_for=debate)
+        if in_flight().filter(debate=debate).exists():
+            # One at a time: each is then held to what the budgets left after the one before.
+            raise admission.Refused(_("A comparison of this debate is still being written: wait for it to finish."))
+        comparison = Comparison.objects.create(
+            debate=debate, owner=owner, order=order, arms={"debate": {"original": conclusion_of(debate)}}
+        )
     coroutine = answer(comparison.pk)
     contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, debate_loop.loop())
     return comparison
@@ -85,36 +174,81 @@ def start(debate: Debate, owner, *, vote: bool = False) -> Comparison:
 def _load(comparison_id: int):
     comparison = Comparison.objects.select_related("debate").get(pk=comparison_id)
     debate = comparison.debate
-    return comparison, debate, clients.clients_for(debate)
+    # What the budgets leave, without this comparison (it has spent nothing yet).
+    return comparison, debate, clients.clients_for(debate), admission.spend_for(debate)
 
 
 async def answer(comparison_id: int) -> str:
+    """Write the comparison's answers and their renderings, within `deadline_seconds`."""
+    try:
+        async with asyncio.timeout(deadline_seconds()):
+            fields = await _answer(comparison_id)
+    except TimeoutError:
+        fields = {"state": Comparison.State.FAILED, "error": f"not written within {deadline_seconds():g} s"}
+    await Comparison.objects.filter(pk=comparison_id).aupdate(**fields)
+    return fields["state"]
+
+
+async def _answer(comparison_id: int) -> dict:
     from debates import evaluation  # (it builds on this module)
 
-    comparison, debate, pool = await database_sync_to_async(_load)(comparison_id)
+    comparison, debate, pool, left = await database_sync_to_async(_load)(comparison_id)
     client = strongest(pool)
     context = debate.options.get("user_context", "")
     question = evaluation.Question(
         "compare", debate.question + (f"\n\n## 用户背景 User context\n{context}" if context else "")
     )
+    conclusion = comparison.arms["debate"]["original"]
     try:
+        ceiling = budget_ceiling(left, client, question.question, conclusion, VOTE in comparison.order)
         await client.ensure_ready()
-        arms = {**comparison.arms, "single": _record(await evaluation.single_arm(client, question, debate), client)}
+        arms = {
+            "debate": {"original": conclusion},
+            "single": _record(await evaluation.single_arm(client, question, debate, budget=ceiling), client),
+        }
         if VOTE in comparison.order:
-            arms[VOTE] = _record(await evaluation.vote_arm(client, question, debate), client)
-        fields = {"state": Comparison.State.READY, "arms": arms, "model": client.describe()}
+            arms[VOTE] = _record(await evaluation.vote_arm(client, question, debate, budget=ceiling), client)
+        language = LANGUAGES[question_language(debate.question)]
+        for arm in comparison.order:  # every arm through the same rendering, in the order shown
+            rendered = await render(client, debate.question, arms[arm]["original"], language, f"{comparison_id}:{arm}")
+            arms[arm]["text"], arms[arm]["rendering"] = rendered.text, _spent(rendered)
+        return {"state": Comparison.State.READY, "arms": arms, "model": client.describe()}
     except ProviderError as error:
-        fields = {"state": Comparison.State.FAILED, "error": str(error)}
+        return {"state": Comparison.State.FAILED, "error": str(error)}
+    except BudgetTooSmall as error:
+        return {"state": Comparison.State.FAILED, "error": str(error)}
     finally:
         await clients.close(pool)
-    await Comparison.objects.filter(pk=comparison_id).aupdate(**fields)
-    return fields["state"]
+
+
+def render_messages(question: str, text: str, language: str) -> list[dict]:
+    return [
+        {"role": "system", "content": RENDER_SYSTEM.format(language=language)},
+        {"role": "user", "content": f"## Question\n{question}\n\n## The answer\n{text}"},
+    ]
+
+
+async def render(client, question: str, text: str, language: str, key: str):
+    """One arm in the neutral form every arm is shown in: as long as it was, in `language`."""
+    from debates import evaluation
+
+    messages = render_messages(question, text, language)
+    prompt = estimate_messages_tokens(messages)
+    window = client.context_window
+    ceiling = MAX_TOKENS if not window else max(MIN_TOKENS, min(MAX_TOKENS, window - prompt - 64))
+    tokens = max(MIN_TOKENS, min(ceiling, estimate_tokens(text) * 5 // 4 + 64))
+    return await evaluation.ask(client, messages, tokens, f"compare:{key}:render")
+
+
+def _spent(answer) -> dict:
+    return {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens, "cost": answer.cost}
 
 
 def _record(answer, client) -> dict:
-    """An arm as the comparison keeps it: its text, what it cost, and the allowance's rule."""
-    fields = ("text", "prompt_tokens", "completion_tokens", "cost", "max_tokens", "rule")
-    return {"model": client.describe(), **{name: getattr(answer, name) for name in fields}}
+    """An arm as the comparison keeps it: its own text, what it cost, and the allowance's rule
+    (`text`, what is shown, is its rendering)."""
+    fields = ("prompt_tokens", "completion_tokens", "cost", "max_tokens", "rule")
+    return {"model": client.describe(), "original": answer.text, **{name: getattr(answer, name) for name in fields}}
 
 
 def vote(comparison: Comparison, choice: str, reason: str = "") -> bool:

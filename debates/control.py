@@ -28,37 +28,42 @@ def dispatch(debate_id: int, *, force: bool = False) -> None:
     tasks.run_debate_task.enqueue(debate_id, force=force)
 
 
-def start(debate: Debate, *, prepare: Callable[[], None] | None = None, **changes) -> None:
+def start(debate: Debate, *, door: str, prepare: Callable[[], None] | None = None, **changes) -> None:
     """Run a debate again (Resume, Retry turn, Continue at the checkpoint with `changes` such as
-    the user's reply, and `prepare` for other rows to change with them): admitted under its
-    owner's running limit, then dispatched. Raises RunningLimitReached, changing nothing. Call it
-    outside any transaction."""
+    the user's reply, and `prepare` for other rows to change with them): admitted through `door`
+    (`debates.admission`), then dispatched. Raises admission.Refused (RunningLimitReached),
+    changing nothing. Call it outside any transaction."""
     with transaction.atomic():
         if prepare is not None:
             prepare()
-        running_limit.admit(debate, **changes)
+        running_limit.admit(debate, door, **changes)
     dispatch(debate.pk)
 
 
-def start_new(create: Callable[[], Debate]) -> Debate:
-    """Create a debate with `create()` and admit it in the same transaction, so two requests of one
-    owner cannot both pass the limit; then dispatch it."""
+def start_new(create: Callable[[], Debate], *, door: str) -> Debate:
+    """Create a debate with `create()` and admit it through `door` in the same transaction, so two
+    requests of one owner cannot both pass the limit; then dispatch it."""
     with transaction.atomic():
         debate = create()
-        running_limit.admit(debate)
+        running_limit.admit(debate, door)
     dispatch(debate.pk)
     return debate
 
 
 def stop(debate: Debate) -> None:
-    """Ask the debate's runner to stop. A worker elsewhere notices at its next heartbeat; a
-    debate nobody holds (a crash left it active) is marked stopped here."""
+    """Stop the debate: at once when its runner is in this process or nobody runs it yet (a
+    debate stopped right after Start is stopped, and its running slot free, before any runner
+    claims it); a worker elsewhere notices at its next heartbeat. `stop_requested` stays set
+    until the debate is started again, so a runner that claims it later (a task that was already
+    on its way, a restart, a watchdog) marks it stopped instead of running it."""
     Debate.objects.filter(pk=debate.pk).update(stop_requested=True)
     if debate_loop.cancel(debate.pk):
         return
     debate.refresh_from_db()
     if not leases.is_held(debate):
-        Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(status=Status.STOPPED)
+        Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(
+            status=Status.STOPPED, status_detail="", finished_at=timezone.now()
+        )
 
 
 def _interrupted_ids() -> list[int]:
@@ -67,7 +72,12 @@ def _interrupted_ids() -> list[int]:
 
 async def resume_interrupted() -> list[int]:
     """At server start (one process runs everything): debates a crash left active resume from their
-    last finished turn. This process is their only runner, so the old lease is a dead one's."""
+    last finished turn. This process is their only runner, so the old lease is a dead one's. (A
+    debate whose Stop came before the crash is marked stopped by its runner, never resumed;
+    comparisons the crash interrupted are marked failed, which frees their owners' slots.)"""
+    from debates import comparisons
+
+    await database_sync_to_async(comparisons.fail_interrupted)()
     ids = await database_sync_to_async(_interrupted_ids)()
     for debate_id in ids:
         log.info("resuming debate %s, interrupted by a restart", debate_id)
@@ -115,7 +125,7 @@ def _past_deadline(awaiting: dict, now) -> bool:
         return True
 
 
-def submit_human_turn(debate: Debate, key: str, given: dict) -> None:
+def submit_human_turn(debate: Debate, key: str, given: dict, *, door: str = "speak") -> None:
     """Store what a person gave for the turn `key` and run the debate on from it: once. A second
     submission (a double click, a second tab, the deadline firing at the same moment) finds the
     turn no longer awaited and raises NotAwaited, changing nothing. A person's text (`given` has
@@ -141,7 +151,7 @@ def submit_human_turn(debate: Debate, key: str, given: dict) -> None:
         if not changed:
             raise NotAwaited(key)
 
-    start(debate, prepare=claim)
+    start(debate, door=door, prepare=claim)
     if late is not None:
         log.info("debate %s: %s came after the deadline; refused (%s)", debate.pk, key, late)
         raise TooLate(key, late)
@@ -163,7 +173,7 @@ def expire_human_turns() -> list[int]:
     expired = []
     for debate, key, stand_in in _overdue():
         try:
-            submit_human_turn(debate, key, {"stand_in": "pass" if stand_in == "pass" else "llm"})
+            submit_human_turn(debate, key, {"stand_in": "pass" if stand_in == "pass" else "llm"}, door="deadline")
         except (NotAwaited, running_limit.RunningLimitReached):
             continue  # answered meanwhile, or its owner is at the limit: the next watch tries again
         log.info("debate %s: %s missed the deadline (%s)", debate.pk, key, stand_in)

@@ -22,8 +22,9 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
 from channels.db import database_sync_to_async
+from django.db import transaction
 
-from debates import clients, comparisons, runner
+from debates import clients, comparisons, runner, running_limit
 from debates.engine.budget import money
 from debates.engine.structure import Form, Part
 from debates.forms import create_debate
@@ -101,7 +102,9 @@ class Results:
 # -- the arms ------------------------------------------------------------------------------------
 
 
-async def _ask(client: LLMClient, messages, max_tokens: int, key: str, extra=None) -> Answer:
+async def ask(client: LLMClient, messages, max_tokens: int, key: str, extra=None) -> Answer:
+    """One call to the model, streamed to its end. Callers are admitted doors (`debates.admission`):
+    a comparison ("compare") or this module's command ("cli.evaluate")."""
     stream = client.stream(messages, max_tokens=max_tokens, key=key, extra=extra)
     parts = [delta async for delta in stream]
     done = stream.completion
@@ -109,20 +112,20 @@ async def _ask(client: LLMClient, messages, max_tokens: int, key: str, extra=Non
     return Answer("", done.text or "".join(parts), done.prompt_tokens, done.completion_tokens, cost)
 
 
-def _single_messages(question: str) -> list[dict]:
-    return [{"role": "system", "content": comparisons.SINGLE_SYSTEM}, {"role": "user", "content": question}]
-
-
-def _run_debate_row(question: Question, fmt: str) -> int:
+def _run_debate_row(question: Question, fmt: str, owner=None) -> int:
+    """The debate arm's row, created and admitted through the terminal's door (under `owner`'s
+    running limit where the command names one)."""
     values = {"no_interrupt": True, **question.options, "topic": question.question, "format": question.format or fmt}
-    debate, errors = create_debate(values)
-    if errors:
-        raise ValueError(f"{question.id}: {errors}")
+    with transaction.atomic():
+        debate, errors = create_debate(values, owner=owner)
+        if errors:
+            raise ValueError(f"{question.id}: {errors}")
+        running_limit.admit(debate, "cli.evaluate")
     return debate.pk
 
 
-async def debate_arm(question: Question, fmt: str) -> tuple[Answer, Debate]:
-    pk = await database_sync_to_async(_run_debate_row)(question, fmt)
+async def debate_arm(question: Question, fmt: str, owner=None) -> tuple[Answer, Debate]:
+    pk = await database_sync_to_async(_run_debate_row)(question, fmt, owner)
     await runner.execute(pk)
     debate = await Debate.objects.select_related("report").aget(pk=pk)
     text = await database_sync_to_async(comparisons.conclusion_of)(debate)
@@ -130,30 +133,31 @@ async def debate_arm(question: Question, fmt: str) -> tuple[Answer, Debate]:
     return answer, debate
 
 
-async def single_arm(client: LLMClient, question: Question, debate: Debate) -> Answer:
-    messages = _single_messages(question.question)
+async def single_arm(client: LLMClient, question: Question, debate: Debate, budget: int | None = None) -> Answer:
+    """`budget`: the most output tokens the debate's budgets leave (`comparisons.budget_ceiling`)."""
+    messages = comparisons.single_messages(question.question)
     allowance, rule = comparisons.allowance(
-        debate, client.price, estimate_messages_tokens(messages), client.context_window
+        debate, client.price, estimate_messages_tokens(messages), client.context_window, budget
     )
-    answer = await _ask(client, messages, allowance, f"eval:{question.id}:single")
+    answer = await ask(client, messages, allowance, f"eval:{question.id}:single")
     answer.arm, answer.max_tokens, answer.rule = "single", allowance, rule
     return answer
 
 
-async def vote_arm(client: LLMClient, question: Question, debate: Debate) -> Answer:
+async def vote_arm(client: LLMClient, question: Question, debate: Debate, budget: int | None = None) -> Answer:
     """k samples and a merge, each with a (k+1)th of the allowance."""
-    messages = _single_messages(question.question)
+    messages = comparisons.single_messages(question.question)
     allowance, rule = comparisons.allowance(
-        debate, client.price, estimate_messages_tokens(messages), client.context_window
+        debate, client.price, estimate_messages_tokens(messages), client.context_window, budget
     )
     share = max(comparisons.MIN_TOKENS // 2, allowance // (SAMPLES + 1))
-    samples = [await _ask(client, messages, share, f"eval:{question.id}:vote:{n}") for n in range(SAMPLES)]
+    samples = [await ask(client, messages, share, f"eval:{question.id}:vote:{n}") for n in range(SAMPLES)]
     listed = "\n\n".join(f"### Answer {n + 1}\n{s.text}" for n, s in enumerate(samples))
     merge = [
         {"role": "system", "content": MERGE_SYSTEM},
         {"role": "user", "content": f"## Question\n{question.question}\n\n{listed}"},
     ]
-    merged = await _ask(client, merge, share, f"eval:{question.id}:vote:merge")
+    merged = await ask(client, merge, share, f"eval:{question.id}:vote:merge")
     every = [*samples, merged]
     costs = [a.cost for a in every]
     return Answer(
@@ -197,7 +201,7 @@ async def judge_pair(judge: LLMClient, name: str, question: Question, x: Answer,
     made = []
     for first, second in ((x, y), (y, x)):
         extra = {"grammar": JUDGE_FORM.grammar()} if judge.supports_grammar else None
-        reply = await _ask(judge, judge_messages(question, first.text, second.text), 200, f"judge:{question.id}", extra)
+        reply = await ask(judge, judge_messages(question, first.text, second.text), 200, f"judge:{question.id}", extra)
         verdict = read_verdict(reply.text)
         winner = {"A": first.arm, "B": second.arm, "tie": "tie"}.get(verdict, "")
         reason = re.sub(r"^.*?(?:理由|reason)\s*[：:]\s*", "", reply.text, flags=re.S | re.I).strip()[:300]
@@ -208,10 +212,12 @@ async def judge_pair(judge: LLMClient, name: str, question: Question, x: Answer,
 # -- the run -------------------------------------------------------------------------------------
 
 
-async def evaluate(questions, fmt: str, arms, judges: dict[str, LLMClient], model: LLMClient, on_progress=None):
+async def evaluate(
+    questions, fmt: str, arms, judges: dict[str, LLMClient], model: LLMClient, on_progress=None, *, owner=None
+):
     results = Results()
     for question in questions:
-        answer, debate = await debate_arm(question, fmt)
+        answer, debate = await debate_arm(question, fmt, owner)
         answers = {"debate": answer} if "debate" in arms else {}
         if "single" in arms:
             answers["single"] = await single_arm(model, question, debate)

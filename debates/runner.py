@@ -18,13 +18,14 @@ from concurrent.futures import Future
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils import timezone
 
 from agora.logs import debate_context
 from debates import clients, leases, search_clients
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
 from debates.engine.debate import run_debate
-from debates.models import Debate, Turn
+from debates.models import ACTIVE_STATUSES, Debate, Status, Turn
 from debates.sink import DjangoSink, attempt_record
 from debates.specs import debate_spec
 
@@ -37,7 +38,10 @@ def _prepare(debate_id: int):
     debate = Debate.objects.get(pk=debate_id)
     # Turns left "running" by a crash or a stop are regenerated; their text moves to history then.
     debate.turns.filter(state=Turn.State.RUNNING).update(state=Turn.State.INTERRUPTED)
-    Debate.objects.filter(pk=debate_id).update(stop_requested=False)
+    # `stop_requested` is cleared only by admission (a new start): set now, the user stopped the
+    # debate after it was started and before this runner got to it.
+    if debate.stop_requested:
+        return None, None, None, None, STOPPED_BEFORE_START
     try:
         search, problem = search_clients.client_for(debate), ""
     except search_clients.SearchMisconfigured as error:
@@ -45,19 +49,32 @@ def _prepare(debate_id: int):
     return debate_spec(debate), clients.clients_for(debate), earlier_attempts(debate), search, problem
 
 
+STOPPED_BEFORE_START = object()
+
+
+def _mark_stopped(debate_id: int, runner_id: str) -> None:
+    """A run stopped before its engine started: the debate is stopped (its slot free), if this
+    runner still holds it."""
+    Debate.objects.filter(pk=debate_id, runner_id=runner_id, status__in=ACTIVE_STATUSES).update(
+        status=Status.STOPPED, status_detail="", finished_at=timezone.now()
+    )
+
+
 def earlier_attempts(debate: Debate) -> Ledger:
     """A resumed run's ledger starts with what earlier runs paid for and did not keep: attempts in
     the turns' histories and the failed or interrupted attempts about to be regenerated."""
     ledger = Ledger()
     prompt = completion = 0
+    cost = 0.0  # what they cost counts against the money budget too
     for turn in debate.turns.all():
         attempts = list(turn.history)
         if turn.state in (Turn.State.FAILED, Turn.State.INTERRUPTED):
             attempts.append(attempt_record(turn))
         prompt += sum(a.get("prompt_tokens", 0) for a in attempts)
         completion += sum(a.get("completion_tokens", 0) for a in attempts)
+        cost += sum(a.get("cost") or 0.0 for a in attempts)  # an unknown price counts at nothing
     if prompt or completion:
-        ledger.charge("earlier-attempts", prompt, completion, estimated=True)
+        ledger.charge("earlier-attempts", prompt, completion, estimated=True, cost=cost)
     return ledger
 
 
@@ -77,10 +94,14 @@ async def _execute(debate_id: int, me: str, echo: ev.Sink | None, frame_interval
         return "busy"
     extra = {"frame_interval": frame_interval} if frame_interval else {}
     sink = DjangoSink(debate_id, runner_id=me, echo=echo, **extra)
-    pool = search = None
+    pool = search = engine = None
     try:
         spec, pool, ledger, search, problem = await database_sync_to_async(_prepare)(debate_id)
         await sink.open()
+        if problem is STOPPED_BEFORE_START:
+            log.info("debate %s was stopped before it started; not running it", debate_id)
+            await sink.emit(ev.Status("stopped"))
+            return "stopped"
         if problem:  # a search provider that cannot work: say what to set before anything runs
             await sink.emit(ev.Status("failed", problem))
             return "failed"
@@ -96,6 +117,10 @@ async def _execute(debate_id: int, me: str, echo: ev.Sink | None, frame_interval
             raise  # the runner's own cancellation (the Stop button in this process)
         finally:
             beat.cancel()
+    except asyncio.CancelledError:
+        if engine is None:  # stopped while getting ready: nothing else would mark it
+            await database_sync_to_async(_mark_stopped)(debate_id, me)
+        raise
     except Exception as error:  # an engine bug must still leave the debate failed, not "running"
         log.exception("debate %s crashed", debate_id)
         await sink.emit(ev.Status("failed", f"internal error: {type(error).__name__}: {error}"))
@@ -131,6 +156,7 @@ class DebateLoop:
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self.tasks: dict[int, asyncio.Task] = {}
+        self.stopping: set[int] = set()  # debates whose task this process cancelled for Stop
 
     def loop(self) -> asyncio.AbstractEventLoop:
         if self.server_loop and self.server_loop.is_running():
@@ -149,11 +175,16 @@ class DebateLoop:
             try:
                 return await execute(debate_id, force=force)
             except asyncio.CancelledError:
-                raise
+                if debate_id not in self.stopping:
+                    raise  # not ours (the loop shutting down)
+                # Stop is an ordinary outcome, not an error: no traceback, no failed task.
+                log.info("debate %s stopped", debate_id)
+                return "stopped"
             except Exception:
                 log.exception("debate %s could not run", debate_id)
                 raise
             finally:
+                self.stopping.discard(debate_id)
                 self.tasks.pop(debate_id, None)
 
         # A fresh context: the task must not inherit the calling request's asgiref executor,
@@ -165,9 +196,11 @@ class DebateLoop:
         return self.submit(debate_id, force=force).result()
 
     def cancel(self, debate_id: int) -> bool:
+        """Stop the debate's run in this process (Stop): true if it runs here."""
         task = self.tasks.get(debate_id)
         if task is None:
             return False
+        self.stopping.add(debate_id)
         task.get_loop().call_soon_threadsafe(task.cancel)
         return True
 

@@ -22,7 +22,18 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from debates import branches, charts, comparisons, consumers, control, frames, human_turns, invitations, table_change
+from debates import (
+    admission,
+    branches,
+    charts,
+    comparisons,
+    consumers,
+    control,
+    frames,
+    human_turns,
+    invitations,
+    table_change,
+)
 from debates.access import can_control, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
@@ -130,7 +141,7 @@ def new(request):
             form, notice = _confirm_choice(request, form)
         elif form.is_valid():
             try:
-                debate = control.start_new(lambda: save_debate(form, owner=request.user))
+                debate = control.start_new(lambda: save_debate(form, owner=request.user), door="new")
             except RunningLimitReached as refusal:
                 form.add_error(None, str(refusal))
             else:
@@ -426,7 +437,7 @@ def stop(request, pk):
 def resume(request, pk):
     debate = _controlled(request, pk)
     if debate.status in (Status.FAILED, Status.STOPPED):
-        _start_within_limit(request, debate)
+        _start_within_limit(request, debate, door="resume")
     return _back(request, debate)
 
 
@@ -439,13 +450,13 @@ def retry_turn(request, pk, turn_pk):
     if turn is None:
         raise Http404(_("No such debate."))
     if turn.state in (Turn.State.FAILED, Turn.State.INTERRUPTED) and debate.status in (Status.FAILED, Status.STOPPED):
-        _start_within_limit(request, debate)
+        _start_within_limit(request, debate, door="retry")
     return _back(request, debate)
 
 
-def _start_within_limit(request, debate, **changes) -> None:
+def _start_within_limit(request, debate, *, door: str, **changes) -> None:
     try:
-        control.start(debate, **changes)
+        control.start(debate, door=door, **changes)
     except RunningLimitReached as refusal:
         messages.error(request, str(refusal))
 
@@ -465,7 +476,9 @@ def checkpoint(request, pk):
             messages.error(request, error)
         else:
             addition = request.POST.get("addition", "")[:5000]
-            _start_within_limit(request, debate, prepare=seat_newcomers, checkpoint_reply=addition, **changes)
+            _start_within_limit(
+                request, debate, door="checkpoint", prepare=seat_newcomers, checkpoint_reply=addition, **changes
+            )
     return _back(request, debate)
 
 
@@ -526,7 +539,11 @@ def compare(request, pk):
     if debate.status != Status.DONE or not hasattr(debate, "report"):
         messages.error(request, _("Only a finished debate with a report can be compared."))
         return redirect("debates:report", pk=debate.pk)
-    made = comparisons.start(debate, request.user, vote=request.POST.get("vote") == "1")
+    try:
+        made = comparisons.start(debate, request.user, vote=request.POST.get("vote") == "1")
+    except admission.Refused as refusal:  # the running limit, the debate's budgets
+        messages.error(request, str(refusal))
+        return redirect("debates:report", pk=debate.pk)
     return redirect("debates:comparison", pk=debate.pk, cid=made.pk)
 
 

@@ -184,7 +184,7 @@ def start(request, payload: DebateStart):
     if not form.is_valid():
         return _invalid(request, {field: [str(m) for m in messages] for field, messages in form.errors.items()})
     try:
-        debate = control.start_new(lambda: save_debate(form, owner=request.user))
+        debate = control.start_new(lambda: save_debate(form, owner=request.user), door="api.start")
     except RunningLimitReached as refusal:
         return 429, {"detail": str(refusal)}
     return 201, _summary(request, debate)
@@ -239,9 +239,9 @@ def resume(request, pk: int):
     if debate.status not in (Status.FAILED, Status.STOPPED):
         raise HttpError(409, _("Only a stopped or failed debate can be resumed."))
     try:
-        control.start(debate)
+        control.start(debate, door="api.resume")
     except RunningLimitReached as refusal:
-        raise HttpError(429, str(refusal)) from None
+        raise HttpError(refusal.status, str(refusal)) from None
     debate.refresh_from_db()
     return _summary(request, debate)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -13,7 +14,7 @@ from django.test import Client
 
 from debates import comparisons
 from debates.models import Comparison, Debate
-from tests.worth.conftest import duel
+from tests.worth.conftest import QUESTION, duel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +45,8 @@ async def test_a_blind_comparison_hides_the_names_until_the_vote(libraries, fast
     assert made.state == "ready" and sorted(made.order) == ["debate", "single"]
     single = made.arms["single"]
     asked = fast_llm.chat_requests[sent:]
-    assert len(asked) == 1 and asked[0].body["max_tokens"] == single["max_tokens"]
+    assert len(asked) == 1 + 2  # the single answer, then each arm's neutral rendering
+    assert asked[0].body["max_tokens"] == single["max_tokens"]
     # Equal cost: (the debate's cost − the prompt's) ÷ the output price, within 200–4,000.
     expected = int((debate.cost - single["prompt_tokens"] * 1 / 1e6) * 1e6 / 2)
     assert single["rule"] == "equal cost" and abs(single["max_tokens"] - max(200, min(4000, expected))) <= 2
@@ -71,8 +73,9 @@ async def test_a_blind_comparison_hides_the_names_until_the_vote(libraries, fast
 
 async def test_the_order_is_drawn_for_each_comparison(libraries, fast_llm, alice):
     debate = await finished(alice)
-    made = [await sync_to_async(comparisons.start)(debate, alice) for _ in range(20)]
-    orders = {tuple((await ready(m.pk)).order) for m in made}
+    orders = set()
+    for _ in range(20):  # one at a time: a comparison of a debate waits for the one before
+        orders.add(tuple((await ready((await sync_to_async(comparisons.start)(debate, alice)).pk)).order))
     assert orders == {("debate", "single"), ("single", "debate")}  # both orders in 20 (a miss: 2 in a million)
 
 
@@ -93,11 +96,68 @@ async def test_a_third_arm_of_self_consistency_takes_the_same_allowance(librarie
     made = await ready(int(response["Location"].rstrip("/").rsplit("/", 1)[1]))
     assert sorted(made.order) == ["debate", "single", "vote"] and made.state == "ready"
     asked = fast_llm.chat_requests[sent:]
-    assert len(asked) == 1 + 3 + 1  # the single answer, three samples, the merge
+    assert len(asked) == 1 + 3 + 1 + 3  # the single answer, three samples, the merge, three renderings
     share = made.arms["single"]["max_tokens"] // 4
-    assert [r.body["max_tokens"] for r in asked[1:]] == [max(100, share)] * 4
+    assert [r.body["max_tokens"] for r in asked[1:5]] == [max(100, share)] * 4
     page = (await sync_to_async(client.get)(f"/debates/{debate.pk}/compare/{made.pk}/")).content.decode()
     assert 'id="answer-C"' in page and 'value="C"' in page
     await sync_to_async(client.post)(f"/debates/{debate.pk}/compare/{made.pk}/", {"vote": "C"})
     made = await Comparison.objects.aget(pk=made.pk)
     assert made.winner == made.order[2]
+
+
+# -- blind: nothing before the vote gives the debate's side away ---------------------------------------
+
+
+def _rendering(request: dict) -> str | None:
+    """The fake model's rewrite: marked, so the page can be searched for it."""
+    system = request["messages"][0]["content"]
+    if not system.startswith("You are given a question and one answer to it."):
+        return None
+    return f"NEUTRAL-{len(request['messages'][1]['content'])} 结论在先，理由随后。"
+
+
+@pytest.mark.parametrize(
+    "question, language",
+    [(QUESTION, "简体中文 (Simplified Chinese)"), ("Should a modern practitioner chant or meditate?", "English")],
+)
+async def test_the_debates_side_is_not_the_report_the_reader_just_read(libraries, fast_llm, alice, question, language):
+    """Before the vote the page shows each arm rewritten by the same model with the same prompt in
+    the question's language: not a sentence of the report's verdict, and no way back to it."""
+    debate = await duel(alice, topic=question)
+    verdict = await sync_to_async(comparisons.conclusion_of)(debate)
+    report_page = await sync_to_async(lambda path: _client_for(alice).get(path))(f"/debates/{debate.pk}/report/")
+    # What the reader has just read: every reply of the fake model starts with its own tag.
+    tags = set(re.findall(r"\[[0-9a-f]{6}\]", verdict))
+    assert tags and all(tag in report_page.content.decode() for tag in tags)
+
+    fast_llm.script = _rendering
+    sent = len(fast_llm.chat_requests)
+    made = await ready((await sync_to_async(comparisons.start)(debate, alice)).pk)
+    assert made.state == "ready", made.error
+    renderings = [r for r in fast_llm.chat_requests[sent:] if _rendering(r.body)]
+    # Both arms, through the same prompt, asked for in the question's language.
+    assert len(renderings) == 2
+    assert {r.body["messages"][0]["content"] for r in renderings} == {
+        comparisons.RENDER_SYSTEM.format(language=language)
+    }
+    given = sorted(r.body["messages"][1]["content"].split("## The answer\n", 1)[1] for r in renderings)
+    assert given == sorted([verdict, made.arms["single"]["original"]])
+
+    client = await sync_to_async(_client_for)(alice)
+    page = (await sync_to_async(client.get)(f"/debates/{debate.pk}/compare/{made.pk}/")).content.decode()
+    answers = page.split('id="answers"', 1)[1]
+    assert answers.count("NEUTRAL-") == 2
+    assert not any(tag in page for tag in tags), "the report's own words are on the page before the vote"
+    assert made.arms["single"]["original"][:8] not in page, "the single answer as written, unrendered"
+    assert f"/debates/{debate.pk}/report/" not in page, "a link back to the verdict before the vote"
+
+    await sync_to_async(client.post)(f"/debates/{debate.pk}/compare/{made.pk}/", {"vote": "tie"})
+    page = (await sync_to_async(client.get)(f"/debates/{debate.pk}/compare/{made.pk}/")).content.decode()
+    assert f"/debates/{debate.pk}/report/" in page and 'data-arm="debate"' in page
+
+
+def _client_for(user) -> Client:
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(user)
+    return client

@@ -8,9 +8,10 @@ import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils import translation
 
-from debates import options, reports, runner
+from debates import admission, options, reports, runner, running_limit
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
@@ -159,17 +160,23 @@ class Command(BaseCommand):
             owner = get_user_model().objects.filter(username=opts["owner"]).first()
             if owner is None:
                 raise CommandError(f"no user named {opts['owner']!r}; create one with createsuperuser")
-        debate, errors = create_debate(data, owner=owner)
-        if errors:
-            raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()))
+        try:  # admitted as every door is: with --owner, under that user's running limit
+            with transaction.atomic():
+                debate, errors = create_debate(data, owner=owner)
+                if errors:
+                    raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()))
+                running_limit.admit(debate, "cli.debate")
+        except admission.Refused as refusal:
+            raise CommandError(str(refusal)) from None
         self.stdout.write(f"Debate #{debate.pk} ({debate.format}) — {debate.question}\n")
         sink = TerminalSink(self.stdout)
         outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
         while outcome == "waiting":
             reply = input("补充事实（回车继续）Add facts, or press Enter to continue: ")
-            debate.refresh_from_db()
-            debate.checkpoint_reply = reply
-            debate.save(update_fields=["checkpoint_reply"])
+            try:
+                running_limit.admit(debate, "cli.debate", checkpoint_reply=reply)
+            except admission.Refused as refusal:
+                raise CommandError(str(refusal)) from None
             outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
         debate.refresh_from_db()
         report = getattr(debate, "report", None)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from debates import clients, evaluation
+from debates import admission, clients, evaluation
 from debates.engine import registry
 
 
@@ -35,6 +36,11 @@ class Command(BaseCommand):
         parser.add_argument("--arms", default="debate,single,vote", help="which arms: debate,single,vote")
         parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
         parser.add_argument("--out", default="judgements.jsonl", help="where every judgement is written")
+        parser.add_argument(
+            "--owner",
+            default="",
+            help="the user whose debates these are: each is admitted under that user's running limit",
+        )
 
     def handle(self, *args, **opts):
         path = Path(opts["questions"])
@@ -53,21 +59,29 @@ class Command(BaseCommand):
             judges = evaluation.judge_clients(opts["judges"])
         except ValueError as error:
             raise CommandError(str(error)) from None
+        owner = None
+        if opts["owner"]:
+            owner = get_user_model().objects.filter(username=opts["owner"]).first()
+            if owner is None:
+                raise CommandError(f"no user named {opts['owner']!r}")
         model = clients.default_client()
 
         def progress(question, answers):
             self.stdout.write(f"  {question.id}: " + ", ".join(f"{a} {len(x.text)} chars" for a, x in answers.items()))
 
         self.stdout.write(f"{len(questions)} questions, arms {', '.join(arms)}, judges {', '.join(judges)}")
-        results = asyncio.run(self._run(questions, opts["format"], arms, judges, model, progress))
+        try:
+            results = asyncio.run(self._run(questions, opts["format"], arms, judges, model, progress, owner))
+        except admission.Refused as refusal:
+            raise CommandError(str(refusal)) from None
         Path(opts["out"]).write_text("\n".join(evaluation.judgement_lines(results)) + "\n", encoding="utf-8")
         self.print_tables(results, questions, opts["out"])
 
-    async def _run(self, questions, fmt, arms, judges, model, progress):
+    async def _run(self, questions, fmt, arms, judges, model, progress, owner=None):
         try:
             for client in {model, *judges.values()}:
                 await client.ensure_ready()
-            return await evaluation.evaluate(questions, fmt, arms, judges, model, progress)
+            return await evaluation.evaluate(questions, fmt, arms, judges, model, progress, owner=owner)
         finally:
             await evaluation.close_all([model, *judges.values()])
 
