@@ -178,7 +178,7 @@ class DebateForm(forms.Form):
 
     def option_fields(self, fmt: Format, place: str = "format") -> list[str]:
         """The options of `fmt` the page draws at `place` (its modes are radio buttons of their own)."""
-        return [name for name, opt in fmt.options().items() if opt.place == place and opt.kind != "mode"]
+        return [name for name, opt in fmt.options().items() if opt.place == place and opt.kind != "modes"]
 
     def placed(self, place: str) -> list[OptionField]:
         """The options every format shares that the page draws at `place` (outside the format's part)."""
@@ -276,7 +276,7 @@ class DebateForm(forms.Form):
     def clean(self):
         data = super().clean()
         for name in options.union():
-            if options.described(name).kind == "documents":
+            if options.described(name).kind == "uploads":
                 self._clean_documents(name)
         fmt_name, personas = data.get("format"), data.get("personas")
         if not fmt_name:
@@ -321,14 +321,14 @@ class DebateForm(forms.Form):
         refused = False
         for name in options.union():
             opt, value = options.described(name, fmt), data.get(name)
-            if opt.kind == "mode" and value and fmt.mode(value) is None:
+            if opt.kind == "modes" and value and fmt.mode(value) is None:
                 if fmt.modes:
                     labels = ", ".join(gettext(m.label) for m in fmt.modes)
                     self.add_error(name, _("Choose one of this format's modes: %(modes)s.") % {"modes": labels})
                 else:
                     self.add_error(name, _("This format has no modes; leave Mode empty."))
                 refused = True
-            elif opt.kind == "rounds" and value is not None and name not in fmt.options():
+            elif opt.kind == "round_count" and value is not None and name not in fmt.options():
                 self.add_error(name, _("This format sets its own rounds; leave Rounds empty."))
                 refused = True
         return refused
@@ -507,7 +507,7 @@ class FormatPart:
     fmt: Format
     shelves: list[Shelf]
     modes: list[Mode]
-    mode: str  # the chosen (or default) mode's name
+    chosen_mode: str  # the chosen (or default) mode's name
     seat_bounds: str  # "2", "3–5"
     agora_chooses: bool
     mode_field: BoundField | None  # the option its modes set, if it has modes
@@ -563,7 +563,7 @@ def format_part(form: DebateForm) -> FormatPart:
             for p in debaters
         ]
         shelves.append(Shelf(strip_invisible(library.name), cards))
-    mode_name = next((name for name, opt in fmt.options().items() if opt.kind == "mode"), None)
+    mode_name = next((name for name, opt in fmt.options().items() if opt.kind == "modes"), None)
     mode_value = "" if fresh or not mode_name else str(form[mode_name].value() or "")
     # A format whose default is a choice of its own ("from the question") shows it checked.
     mode = None if fmt.mode_hint and not mode_value else fmt.mode(mode_value) or fmt.mode("")
@@ -583,7 +583,7 @@ def format_part(form: DebateForm) -> FormatPart:
         fmt=fmt,
         shelves=shelves,
         modes=list(fmt.modes),
-        mode=mode.name if mode else "",
+        chosen_mode=mode.name if mode else "",
         seat_bounds=str(low) if low == high else f"{low}–{high}",
         agora_chooses=fmt.seating.agora_chooses,
         mode_field=form[mode_name] if fmt.modes and mode_name else None,

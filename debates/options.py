@@ -20,7 +20,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from agora.text import strip_invisible
 from debates import documents
@@ -62,7 +62,7 @@ def help_text(opt: Option, translate=gettext_lazy) -> str:
     if not opt.help:
         return ""
     shown = translate(opt.help)
-    if opt.kind == "documents":
+    if opt.kind == "uploads":
         kinds = ", ".join(documents.EXTENSIONS)
         shown = shown % {"count": settings.AGORA_UPLOAD_MAX_FILES, "kinds": kinds, "size": upload_limit()}
     return shown
@@ -72,10 +72,11 @@ def help_text(opt: Option, translate=gettext_lazy) -> str:
 
 
 class OptionTextField(forms.CharField):
-    """Text without the invisible characters that could disguise it, nor blank ends."""
+    """Text without the invisible characters that could disguise it, nor blank ends; checked as
+    typed first (a NUL byte is refused, not removed; the length counts what was sent)."""
 
-    def to_python(self, value):
-        value = super().to_python(value)
+    def clean(self, value):
+        value = super().clean(value)
         return strip_invisible(value).strip() if value else value
 
 
@@ -103,8 +104,8 @@ def form_field(opt: Option) -> forms.Field:
     common = {"label": gettext_lazy(opt.label), "required": False, "help_text": help_text(opt)}
     attrs = {"aria-describedby": f"id_{opt.name}_help"} if opt.help else {}
     kind = opt.kind
-    if kind in ("int", "rounds"):
-        low = 1 if kind == "rounds" else opt.minimum
+    if kind in ("int", "round_count"):
+        low = 1 if kind == "round_count" else opt.minimum
         return forms.IntegerField(min_value=low, max_value=opt.maximum, widget=forms.NumberInput(attrs), **common)
     if kind == "float":
         return forms.FloatField(min_value=opt.minimum, max_value=opt.maximum, widget=forms.NumberInput(attrs), **common)
@@ -122,9 +123,9 @@ def form_field(opt: Option) -> forms.Field:
     if kind == "long_text":
         attrs["rows"] = opt.lines
         return OptionTextField(max_length=opt.max_length, widget=forms.Textarea(attrs), **common)
-    if kind == "mode":  # drawn as the format's modes (radio buttons); checked against them
+    if kind == "modes":  # drawn as the format's modes (radio buttons); checked against them
         return forms.CharField(max_length=40, **common)
-    if kind == "documents":
+    if kind == "uploads":
         attrs["accept"] = ",".join(documents.EXTENSIONS)
         return DocumentsField(widget=MultipleFileInput(attrs), **common)
     raise OptionError(f"option {opt.name!r}: no door offers the kind {kind!r}; mark it internal")
@@ -136,7 +137,7 @@ def form_fields(fmt: Format | None = None) -> dict[str, forms.Field]:
     for name in union():
         opt = described(name, fmt)
         fields[name] = form_field(opt)
-        if opt.kind == "documents":
+        if opt.kind == "uploads":
             fields[carried_field(name)] = forms.CharField(required=False, widget=forms.HiddenInput)
     return fields
 
@@ -153,7 +154,7 @@ def as_posted(values: dict[str, Any]) -> dict[str, Any]:
             continue
         if opt is not None and opt.kind == "bool" and value is True:
             value = "on"
-        elif opt is not None and opt.kind == "documents" and isinstance(value, list):
+        elif opt is not None and opt.kind == "uploads" and isinstance(value, list):
             name, value = carried_field(name), json.dumps(value, ensure_ascii=False)
         posted[name] = value
     return posted
@@ -172,7 +173,7 @@ def _formats_line(takers: dict[str, Option]) -> str:
 
 def _numbers(opt: Option, json_type: str) -> dict:
     kept = {"type": json_type}
-    low = 1 if opt.kind == "rounds" else opt.minimum
+    low = 1 if opt.kind == "round_count" else opt.minimum
     if low is not None:
         kept["minimum"] = low
     if opt.maximum is not None:
@@ -202,7 +203,7 @@ def api_property(name: str, takers: dict[str, Option]) -> dict:
     """The JSON Schema of one option in the API's start body."""
     opt = next(iter(takers.values()))
     kind = opt.kind
-    if kind in ("int", "rounds"):
+    if kind in ("int", "round_count"):
         schema = _numbers(opt, "integer")
     elif kind == "float":
         schema = _numbers(opt, "number")
@@ -211,17 +212,17 @@ def api_property(name: str, takers: dict[str, Option]) -> dict:
     elif kind == "choice":
         values = list(dict.fromkeys(v for o in takers.values() for v in o.values()))
         schema = {"anyOf": [{"type": "string", "enum": values}, {"type": "null"}], "default": None}
-    elif kind == "documents":
+    elif kind == "uploads":
         schema = {"type": "array", "items": DOCUMENT_SCHEMA}
     else:  # text, long_text, mode
         schema = {"type": "string", "default": ""}
         if opt.max_length:
             schema["maxLength"] = opt.max_length
     words = [f"{opt.label}: {help_text(opt, str)}" if opt.help else f"{opt.label}."]
-    if kind == "mode":
+    if kind == "modes":
         modes = "; ".join(f"{fmt}: {', '.join(m.name for m in registry.get(fmt).modes)}" for fmt in takers)
         words.append(f"Modes — {modes}; empty: the format's default.")
-    if kind == "documents":
+    if kind == "uploads":
         words.append("Documents already read into sections, as a debate's options keep them.")
     words.append(_formats_line(takers))
     schema.update({"title": _title(name), "description": " ".join(words)})
@@ -237,13 +238,13 @@ def api_properties() -> dict[str, dict]:
 def _fits(opt: Option, value: Any) -> bool:
     if value is None:
         return True
-    if opt.kind in ("int", "rounds"):
+    if opt.kind in ("int", "round_count"):
         return isinstance(value, int | str) and not isinstance(value, bool)
     if opt.kind == "float":
         return isinstance(value, int | float | str) and not isinstance(value, bool)
     if opt.kind == "bool":
         return isinstance(value, bool)
-    if opt.kind == "documents":
+    if opt.kind == "uploads":
         return isinstance(value, list)
     return isinstance(value, str)
 
@@ -258,15 +259,17 @@ def api_problems(values: dict[str, Any], fixed: set[str]) -> dict[str, str]:
         if name in fixed:
             continue
         if name not in takers:
-            problems[name] = "No such field: the OpenAPI document lists the start fields and every format's options."
+            problems[name] = gettext(
+                "No such field: the OpenAPI document lists the start fields and every format's options."
+            )
         elif not _fits(described(name), value):
-            problems[name] = f"Not a value of this field's type ({described(name).kind})."
+            problems[name] = gettext("Not a value of this field's type (%(kind)s).") % {"kind": described(name).kind}
     return problems
 
 
 # -- the terminal ----------------------------------------------------------------------------------
 
-METAVARS = {"int": "N", "rounds": "N", "float": "X", "text": "TEXT", "long_text": "TEXT", "mode": "MODE"}
+METAVARS = {"int": "N", "round_count": "N", "float": "X", "text": "TEXT", "long_text": "TEXT", "modes": "MODE"}
 
 
 def _cli_help(opt: Option, takers: dict[str, Option]) -> str:
@@ -274,11 +277,11 @@ def _cli_help(opt: Option, takers: dict[str, Option]) -> str:
     notes = []
     if opt.kind == "choice":
         notes.append("|".join(opt.values()))
-    if opt.kind == "mode":
+    if opt.kind == "modes":
         notes += [f"{name}: {'|'.join(m.name for m in registry.get(name).modes)}" for name in takers]
     if opt.cli_file:
         notes.append("a file: its text")
-    if opt.kind == "documents":
+    if opt.kind == "uploads":
         notes.append("repeatable")
     notes.append(", ".join(takers))
     return f"{said} ({'; '.join(notes)})".replace("%", "%%")
@@ -307,7 +310,7 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
         kwargs: dict[str, Any] = {"dest": name, "default": None, "help": _cli_help(opt, takers)}
         if opt.kind == "bool":
             kwargs.update(action="store_const", const=True)
-        elif opt.kind == "documents":
+        elif opt.kind == "uploads":
             kwargs.update(action="append", metavar="FILE")
         else:
             kwargs["metavar"] = "FILE" if opt.cli_file else "CHOICE" if opt.kind == "choice" else METAVARS[opt.kind]
@@ -336,7 +339,7 @@ def _read_documents(opt: Option, paths: list[str]) -> list[dict]:
 
 
 def _from_terminal(opt: Option, raw: Any) -> Any:
-    if opt.kind == "documents":
+    if opt.kind == "uploads":
         return _read_documents(opt, raw)
     if opt.cli_file:
         return _read_file(opt, raw)
@@ -359,7 +362,7 @@ def cli_values(parsed: dict[str, Any], unattended: bool = False) -> dict[str, An
         name = name.strip().replace("-", "_")
         if not sep or name not in takers:
             raise OptionError(f"--option {item!r}: NAME=VALUE with NAME one of {', '.join(takers)}")
-        if described(name).kind == "documents":
+        if described(name).kind == "uploads":
             given.setdefault(name, []).append(raw)
         else:
             given[name] = raw

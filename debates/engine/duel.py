@@ -417,7 +417,7 @@ def _close_plan(ctx: DebateContext, a: PersonaSpec, b: PersonaSpec, summaries: l
 @dataclass
 class DuelOptions(CommonOptions):
     # None: the pair's override, else the library's default
-    rounds: int | None = option(None, kind="rounds", label=gettext_noop("Rounds"), example=1)
+    rounds: int | None = option(None, kind="round_count", label=gettext_noop("Rounds"), example=1)
 
 
 class Duel(Format):

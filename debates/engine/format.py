@@ -113,7 +113,7 @@ class Format:
         """(default, lowest, highest) of a number option in a library with this protocol: the
         format's `Rounds` for its rounds, else the library's default and range where its protocol
         names them, else the option's own bounds."""
-        if opt.kind == "rounds":
+        if opt.kind == "round_count":
             return self.rounds.default_for(protocol), 1, self.rounds.maximum_for(protocol)
         default = protocol.get(opt.default_key) if opt.default_key else None
         low, high = opt.minimum, opt.maximum
@@ -150,11 +150,11 @@ class Format:
             return None
         if opt.kind == "choice" and value not in opt.values():
             return text(opt.invalid or gettext_noop("Choose one of the listed values."))
-        if opt.kind == "rounds":
+        if opt.kind == "round_count":
             maximum = self.rounds.maximum_for(protocol)
             if maximum and value > maximum:
                 return text(gettext_noop("At most %(max)d rounds in this library."), max=maximum)
-        return described.out_of_bounds(opt, value, 1 if opt.kind == "rounds" else None)
+        return described.out_of_bounds(opt, value, 1 if opt.kind == "round_count" else None)
 
     def suggest(self, question: str, library: LibrarySpec, options: CommonOptions | None = None) -> Suggestion:
         return Suggestion()

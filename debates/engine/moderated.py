@@ -371,8 +371,8 @@ async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: R
 @dataclass
 class ModeratedOptions(CommonOptions):
     # round-robin | position-based | free-form; empty: round-robin
-    mode: str = option("", kind="mode", label=gettext_noop("Mode"))
-    rounds: int | None = option(None, kind="rounds", label=gettext_noop("Rounds"), example=1)
+    mode: str = option("", kind="modes", label=gettext_noop("Mode"))
+    rounds: int | None = option(None, kind="round_count", label=gettext_noop("Rounds"), example=1)
     token_budget: int | None = option(  # the whole run's budget (default: the library's, else 60,000)
         None,
         kind="int",

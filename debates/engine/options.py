@@ -23,13 +23,13 @@ from typing import Any
 from debates.engine.i18n import gettext_noop, text
 
 # int, float: numbers ("empty" is None); bool: a tick box; choice: one of `choices`; text,
-# long_text: a line, a paragraph; mode: one of the format's `modes`; rounds: a number of rounds
-# within the format's `Rounds`; documents: files read into sections (`debates.documents`);
+# long_text: a line, a paragraph; modes: one of the format's `modes`; round_count: a number of
+# rounds within the format's `Rounds`; uploads: files read into sections (`debates.documents`);
 # slugs, per_turn: internal state only (a list of persona slugs, {turn kind: number}).
 KINDS = frozenset(
-    {"int", "float", "bool", "choice", "text", "long_text", "mode", "rounds", "documents", "slugs", "per_turn"}
+    {"int", "float", "bool", "choice", "text", "long_text", "modes", "round_count", "uploads", "slugs", "per_turn"}
 )
-NUMBERS = frozenset({"int", "float", "rounds"})
+NUMBERS = frozenset({"int", "float", "round_count"})
 # Where the start page draws an option: the format's own part, its part just after the web
 # research choice, the material every format reads (below the part), or "Models (advanced)".
 PLACES = frozenset({"format", "search", "material", "advanced"})

@@ -674,7 +674,7 @@ async def _answer_directly(ctx: DebateContext, st: TableState, report: ReportBui
 @dataclass
 class RoundtableOptions(CommonOptions):
     # quick | standard | deep; empty: the question's words pick, else standard
-    mode: str = option("", kind="mode", label=gettext_noop("Mode"))
+    mode: str = option("", kind="modes", label=gettext_noop("Mode"))
     no_interrupt: bool = option(  # run through the checkpoint
         False,
         kind="bool",

@@ -111,7 +111,7 @@ class CommonOptions:
     # Uploaded documents, as read on the form: [{"name", "kind", "sections": [{"label", "text"}]}]
     documents: list[dict[str, Any]] = option(
         [],
-        kind="documents",
+        kind="uploads",
         label=gettext_noop("Documents"),
         help=gettext_noop("Up to %(count)d files (%(kinds)s), %(size)s each: each part becomes a source."),
         place="material",

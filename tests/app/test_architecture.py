@@ -1,5 +1,6 @@
 """The shape of the code: no import cycle among the project's modules, the engine free of Django,
-and no branch on a format's name outside the format modules and their registry."""
+no branch on a format's name outside the format modules and their registry, and no front door
+that writes a format's option down itself."""
 
 from __future__ import annotations
 
@@ -86,3 +87,61 @@ def test_no_format_name_branches_outside_the_format_modules():
             if literal.search(line) and "PANEL_ROLE" not in line and '"master", "panel"' not in line:
                 offenders.append(f"{relative}:{number}: {line.strip()}")
     assert not offenders, offenders
+
+
+# The front doors whose option fields, schema properties and flags are made from the formats'
+# own descriptions (`debates.options`); none of them may write an option down a second time.
+DOORS = ("debates/forms.py", "debates/api/schemas.py", "debates/management/commands/debate.py")
+
+
+def written_names(source: str) -> dict[str, int]:
+    """The names a module writes down itself, with a line: its string constants (a flag's dashes
+    read as underscores: `--no-interrupt`), the fields its classes declare, and its
+    `clean_<name>` methods. A call's keyword (`Debate(research=...)`, `mode="before"`) names the
+    callee's parameter, not an option."""
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.setdefault(node.value.lstrip("-").replace("-", "_"), node.lineno)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = [item.target] if isinstance(item, ast.AnnAssign) else getattr(item, "targets", [])
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, item.lineno)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("clean_"):
+            found.setdefault(node.name.removeprefix("clean_"), node.lineno)
+    return found
+
+
+def option_names() -> set[str]:
+    from debates.engine import registry
+    from debates.engine.options import describe
+
+    return {name for fmt in registry.all_formats() for name in describe(fmt.Options)}
+
+
+def test_the_guard_sees_an_option_written_down():
+    source = """
+class DebateForm(forms.Form):
+    rounds = forms.IntegerField()
+class DebateStart(Schema):
+    max_chars: int | None = None
+def add_arguments(parser):
+    parser.add_argument("--no-interrupt", action="store_true")
+    parser.add_argument("--budget", dest="research_budget")
+def clean_evidence(self): ...
+"""
+    assert {"rounds", "max_chars", "no_interrupt", "research_budget", "evidence"} <= set(written_names(source))
+    assert not {"research", "mode"} & set(written_names("Debate.objects.create(research=True)\nvalidator(mode='x')"))
+
+
+def test_no_front_door_writes_down_a_formats_option():
+    names = option_names()
+    assert {"rounds", "research_budget", "no_interrupt", "max_chars", "token_budget", "evidence"} <= names
+    offenders = []
+    for door in DOORS:
+        for name, line in written_names((ROOT / door).read_text(encoding="utf-8")).items():
+            if name in names:
+                offenders.append(f"{door}:{line}: {name}")
+    assert not offenders, "declare it once, in the format's Options (debates/engine/options.py): " + str(offenders)

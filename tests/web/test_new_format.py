@@ -1,6 +1,7 @@
 """A fifth format, written in one module (here: this test) and registered, runs end to end: the
 start form offers it and checks its seats and rounds, the runner runs it through the Tasks API,
-the live page, the report and the exports show it. Nothing else in Agora names it."""
+the live page, the report and the exports show it. Its own option is on the start form, in the
+API's OpenAPI document and among `manage.py debate`'s flags. Nothing else in Agora names it."""
 
 from __future__ import annotations
 
@@ -18,13 +19,24 @@ from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions
 from debates.engine.turns import DebateContext
+from debates.management.commands.debate import Command as DebateCommand
 from debates.models import Debate
 from personas.models import Library, Persona
 
 
 @dataclass
 class EchoOptions(CommonOptions):
-    rounds: int | None = option(None, kind="rounds", label="Rounds")
+    rounds: int | None = option(None, kind="round_count", label="Rounds")
+    # Declared here only: the doors are made from this description.
+    loudness: int | None = option(
+        None,
+        kind="int",
+        label="Loudness",
+        help="How many times each echo says the question's last word.",
+        minimum=1,
+        maximum=3,
+        example=2,
+    )
 
 
 class Echo(Format):
@@ -51,7 +63,7 @@ class Echo(Format):
                         f"echo:{round_no}:{speaker.slug}",
                         round_no=round_no,
                         phase="echo",
-                        rules=["Restate the question."],
+                        rules=["Restate the question.", *["Repeat its last word."] * (ctx.options.loudness or 0)],
                         output="One sentence.",
                     )  # fmt: skip
                 )
@@ -105,3 +117,26 @@ async def test_a_fifth_format_runs_through_form_runner_and_page(echo_format, fas
     assert live.count('<article id="turn-') == 4 and "Echo 2" in live
     assert "4 echoes" in (await get(f"/debates/{debate.pk}/report/")).content.decode()
     assert (await get(f"/debates/{debate.pk}/export.json")).json()["format"] == "echo"
+
+
+@pytest.mark.django_db
+def test_a_fifth_formats_option_is_offered_at_every_door(echo_format, alice):
+    """Declared once in `EchoOptions`, with no other file touched: the start form draws it (and
+    refuses what its description refuses), the OpenAPI document lists it, the CLI has its flag."""
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(alice)
+    part = client.get("/debates/new/part/", {"format": "echo", "topic": ""}).content.decode()
+    assert 'id="field-loudness"' in part and 'name="loudness"' in part and "Loudness" in part
+    assert "How many times each echo says the question" in part and 'max="3"' in part
+
+    post = {"topic": "Echo this?", "format": "echo", "personas": ["echo-a"], "part_format": "echo"}
+    for value in ("0", "4"):
+        refused = client.post("/debates/new/", {**post, "loudness": value})
+        assert refused.status_code == 200 and "loudness" in refused.context["form"].errors, value
+    assert not Debate.objects.exists()
+    schema = client.get("/api/v1/openapi.json").json()["components"]["schemas"]["DebateStart"]
+    loudness = schema["properties"]["loudness"]
+    assert loudness["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 3} and "echo" in loudness["description"]
+
+    help_text = DebateCommand().create_parser("manage.py", "debate").format_help()  # manage.py debate --help
+    assert "--loudness N" in help_text and "How many times each echo says" in help_text
