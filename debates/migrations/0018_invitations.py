@@ -15,7 +15,7 @@ def invitations_from_old_seats(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("debates", "0016_api_tokens"),
+        ("debates", "0017_provider_approval"),
     ]
 
     operations = [
