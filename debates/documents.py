@@ -38,7 +38,8 @@ from pathlib import Path
 import docx
 from docx.document import Document as DocxDocument
 from docx.enum.style import WD_STYLE_TYPE
-from docx.table import Table, _Cell
+from docx.oxml.ns import qn
+from docx.table import Table
 from pypdf import PdfReader
 from pypdf.generic import ArrayObject, StreamObject
 
@@ -445,11 +446,20 @@ def _docx_blocks(document: DocxDocument) -> Iterator[tuple[bool, str]]:
         if isinstance(block, Table):
             yield from ((False, row) for row in _table_rows(block))
         else:
-            text = normalise(block.text)
+            text = normalise(_paragraph_text(block._p))
             if text:
                 style_id = block._p.style
                 heading = headings.get(style_id) if style_id is not None else None
                 yield (headings[None] if heading is None else heading), text
+
+
+_RUN_TAGS = frozenset({qn("w:r"), qn("w:hyperlink")})
+
+
+def _paragraph_text(p) -> str:
+    """A w:p's text as python-docx's `Paragraph.text` joins it (its runs' and hyperlinks' text),
+    without the XPath query it compiles for every paragraph (~25 us: 400,000 empty ones, 7 s)."""
+    return "".join(child.text for child in p if child.tag in _RUN_TAGS)
 
 
 def _heading_styles(document: DocxDocument) -> dict[str | None, bool | None]:
@@ -486,7 +496,7 @@ def _table_rows(table: Table) -> Iterator[str]:
             if top in seen:  # the top of a merge that also spans several columns: once a row
                 continue
             seen.add(top)
-            cells.append(" ".join(_Cell(top, table).text.split()))
+            cells.append(" ".join("\n".join(_paragraph_text(p) for p in top.p_lst).split()))  # `_Cell.text`
         above = here
         if any(cells):
             yield " | ".join(cells)

@@ -132,12 +132,14 @@ def make_docx_bomb(real_bytes: int, claimed: int = 1_000) -> bytes:
 _BODY = "<w:body>"
 
 
-def make_slow_docx(paragraphs: int = 0, merged_rows: int = 0) -> bytes:
+def make_slow_docx(paragraphs: int = 0, merged_rows: int = 0, empty_paragraphs: int = 0) -> bytes:
     """A .docx nothing is wrong with that python-docx's per-paragraph and per-row API made slow:
-    `paragraphs` short paragraphs ("Line 1", ...), then a table of `merged_rows` rows whose first
-    column is one cell merged down all of them (Word's "merge cells"), the second a number a row.
-    Written as XML straight into the body: python-docx would take minutes to add them one by one."""
+    `paragraphs` short paragraphs ("Line 1", ...), `empty_paragraphs` empty ones (blank lines,
+    which compress to almost nothing), then a table of `merged_rows` rows whose first column is one
+    cell merged down all of them (Word's "merge cells"), the second a number a row. Written as XML
+    straight into the body: python-docx would take minutes to add them one by one."""
     body = "".join(f"<w:p><w:r><w:t>Line {i}</w:t></w:r></w:p>" for i in range(paragraphs))
+    body += "<w:p/>" * empty_paragraphs
     if merged_rows:
         rows = []
         for i in range(merged_rows):

@@ -148,6 +148,21 @@ def test_a_child_past_its_wall_clock_limit_is_stopped_and_the_upload_refused():
     assert TOO_SLOW in refusal("slow.pdf", data, cpu_seconds=60, wall_seconds=1)
 
 
+def test_readers_at_once_are_capped_and_a_waiting_upload_is_refused_as_busy():
+    taken = 0
+    try:
+        while documents._READING.acquire(blocking=False):  # every slot held, as by slow uploads
+            taken += 1
+        assert taken == documents.MAX_READERS
+        assert refusal("notes.txt", b"text", wall_seconds=0.2) == (
+            "notes.txt was not read: the server is reading other documents; try again in a minute."
+        )
+    finally:
+        for _ in range(taken):
+            documents._READING.release()
+    assert extract_isolated("notes.txt", b"text").text == "text"
+
+
 def test_long_runs_of_spaces_are_cleaned_in_linear_time():
     # The trailing-space and heading regexes retried each space of a run against the rest of it: a
     # 2 MB line of spaces in a heading was hours of CPU. Read under the real limits now.
