@@ -9,7 +9,7 @@ queued, a comparison created), so two requests of one owner cannot both pass:
 
 - **The running limit** (`AGORA_MAX_RUNNING_PER_USER`): what runs for the owner is every debate of
   theirs that is queued, loading or running, plus every comparison of theirs still being written
-  (within its deadline, `comparisons.deadline_seconds`). Debates and comparisons without an owner
+  (within its deadline, `comparison_deadline`). Debates and comparisons without an owner
   (the terminal's) are not counted.
 - **The budgets**: a debate's own run is held to its token cap and money budget turn by turn by
   the engine's ledger (which knows the turns that must run whatever happens, such as a verdict),
@@ -31,14 +31,16 @@ is a `Refused`: `str()` is for the person, `status` the HTTP status an API answe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from debates.models import ACTIVE_STATUSES, Debate
+from debates.models import ACTIVE_STATUSES, Comparison, Debate
 
 # name → what it is. A door not listed here cannot be admitted (and the test fails).
 DOORS: dict[str, str] = {
@@ -95,14 +97,30 @@ def message(running: int, limit: int, comparisons: int = 0) -> str:
     ) % {"running": running, "limit": limit}
 
 
+# The most model calls one comparison makes (`debates.comparisons`): the single answer, the vote
+# (3 samples and a merge), and 3 renderings. Kept here, with what counts as running, so that this
+# check imports nothing that builds on it.
+COMPARISON_CALLS = 1 + 4 + 3
+
+
+def comparison_deadline() -> float:
+    """How long a comparison may take (each call within the turn deadline); a comparison still
+    "running" after that is not counted as running any more (its process died)."""
+    return settings.AGORA_TURN_DEADLINE * COMPARISON_CALLS
+
+
+def comparisons_in_flight():
+    """Comparisons being written now: they count against their owners' running limits."""
+    since = timezone.now() - timedelta(seconds=comparison_deadline())
+    return Comparison.objects.filter(state=Comparison.State.RUNNING, created_at__gte=since)
+
+
 def running(owner_id: int, *, besides: int | None = None) -> tuple[int, int]:
     """(debates, comparisons) running for the owner now; `besides` a debate not to count."""
-    from debates import comparisons  # (it imports this module)
-
     debates = Debate.objects.filter(owner_id=owner_id, status__in=ACTIVE_STATUSES)
     if besides is not None:
         debates = debates.exclude(pk=besides)
-    return debates.count(), comparisons.in_flight().filter(owner_id=owner_id).count()
+    return debates.count(), comparisons_in_flight().filter(owner_id=owner_id).count()
 
 
 def admit(door: str, owner_id: int | None, *, besides: int | None = None, spending_for: Debate | None = None):
@@ -143,7 +161,7 @@ class Left:
     spent_money: float = 0.0
     spent_tokens: int = 0
 
-    MIN_TOKENS = 200  # a reply needs at least this (`comparisons.MIN_TOKENS`)
+    MIN_TOKENS = 200  # a reply needs at least this (`baselines.MIN_TOKENS`)
 
     def refuse_if_spent(self) -> None:
         if self.money is not None and self.money <= 0:

@@ -17,7 +17,7 @@ renderings and nothing of the report (no link to it, no verdict).
 
 A comparison spends tokens, so it is admitted like a debate (`debates.admission`, the door
 "compare"): it counts against its owner's running limit while it is written (within
-`deadline_seconds`), one comparison of a debate at a time, and what it may spend is what the
+`admission.comparison_deadline`), one comparison of a debate at a time, and what it may spend is what the
 debate's token and money budgets leave after the debate and its earlier comparisons.
 """
 
@@ -28,15 +28,14 @@ import contextvars
 import logging
 import random
 from collections import defaultdict
-from datetime import timedelta
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from debates import admission, clients
+from debates import admission, baselines, clients
+from debates.baselines import MAX_TOKENS, MIN_TOKENS, conclusion_of, single_messages
 from debates.models import Comparison, Debate
 from debates.providers.base import ProviderError, estimate_messages_tokens, estimate_tokens
 from debates.runner import debate_loop
@@ -44,13 +43,8 @@ from debates.specs import question_language
 
 log = logging.getLogger(__name__)
 
-MIN_TOKENS, MAX_TOKENS = 200, 4000
-ARMS = ("debate", "single")
+COMPARISON_ARMS = ("debate", "single")  # what every comparison shows (in an order drawn for it)
 VOTE = "vote"  # the optional third arm: self-consistency, k samples and a merge, the same allowance
-SINGLE_SYSTEM = (
-    "你是一位资深顾问，独自回答用户的问题：先给结论，再给理由，列出最强的反对意见并回应，最后给出可执行的建议。"
-    "用提问所用的语言作答。Answer in the language of the question."
-)
 RENDER_SYSTEM = (
     "You are given a question and one answer to it. Rewrite the answer as a self-contained answer to "
     "the question, in this order: the conclusion; the reasons; the strongest objections, each with its "
@@ -59,19 +53,6 @@ RENDER_SYSTEM = (
     "of its own). Plain paragraphs. Write it in {language}."
 )
 LANGUAGES = {"zh-hans": "简体中文 (Simplified Chinese)", "en": "English"}
-CALLS = 1 + 4 + 3  # the most model calls one comparison makes: single, vote (3 + merge), 3 renderings
-
-
-def deadline_seconds() -> float:
-    """How long a comparison may take (each call within the turn deadline); a comparison still
-    "running" after that is not counted as running any more (its process died)."""
-    return settings.AGORA_TURN_DEADLINE * CALLS
-
-
-def in_flight():
-    """Comparisons being written now: they count against their owners' running limits."""
-    since = timezone.now() - timedelta(seconds=deadline_seconds())
-    return Comparison.objects.filter(state=Comparison.State.RUNNING, created_at__gte=since)
 
 
 def fail_interrupted() -> int:
@@ -82,43 +63,12 @@ def fail_interrupted() -> int:
     )
 
 
-def conclusion_of(debate: Debate) -> str:
-    """What the debate concluded: its report's own sections, without the format's headings or
-    the personas' speeches (the reader judges the answer, not who gave it)."""
-    report = getattr(debate, "report", None)
-    if report is None:
-        return ""
-    sections = report.data.get("sections", [])
-    bodies = [
-        s.get("body", "") for s in sections if s.get("part", "verdict") == "verdict" and s.get("key") != "sources"
-    ]
-    return "\n\n".join(b.strip() for b in bodies if b.strip())
-
-
 def strongest(pool) -> object:
     """The model a single answer is asked of: the highest output price among the debate's
     models (a person's seat is no model), else the default."""
     models = [c for c in pool.all() if not c.awaits_human]
     priced = [c for c in models if c.price is not None and c.price[1] > 0]
     return max(priced, key=lambda c: c.price[1]) if priced else pool.default
-
-
-def allowance(
-    debate: Debate, price, prompt_tokens: int, window: int | None = None, budget: int | None = None
-) -> tuple[int, str]:
-    """(max_tokens, the rule used): equal cost where prices are known, equal tokens otherwise;
-    never more than the model's context window leaves after the prompt, nor than `budget` (what
-    the debate's budgets leave for it, `budget_ceiling`)."""
-    if price is not None and price[1] > 0 and debate.cost > 0:
-        left = debate.cost - prompt_tokens * price[0] / 1_000_000
-        tokens, rule = int(left * 1_000_000 / price[1]), "equal cost"
-    else:
-        tokens, rule = debate.total_tokens - prompt_tokens, "equal tokens"
-    ceiling = MAX_TOKENS if not window else max(MIN_TOKENS, min(MAX_TOKENS, window - prompt_tokens - 64))
-    tokens = max(MIN_TOKENS, min(ceiling, tokens))
-    if budget is not None and budget < tokens:
-        tokens, rule = max(MIN_TOKENS, budget), "the budget left"
-    return tokens, rule
 
 
 class BudgetTooSmall(Exception):
@@ -149,18 +99,14 @@ def budget_ceiling(left: admission.Left, client, question: str, conclusion: str,
     return ceiling
 
 
-def single_messages(question: str) -> list[dict]:
-    return [{"role": "system", "content": SINGLE_SYSTEM}, {"role": "user", "content": question}]
-
-
 def start(debate: Debate, owner, *, vote: bool = False, door: str = "compare") -> Comparison:
     """A new comparison, its A/B(/C) order drawn now, admitted through `door` (raises
     `admission.Refused`, creating nothing); the answers are written in the background."""
-    order = [*ARMS, VOTE] if vote else list(ARMS)
+    order = [*COMPARISON_ARMS, VOTE] if vote else list(COMPARISON_ARMS)
     random.SystemRandom().shuffle(order)
     with transaction.atomic():
         admission.admit(door, owner.pk if owner else None, spending_for=debate)
-        if in_flight().filter(debate=debate).exists():
+        if admission.comparisons_in_flight().filter(debate=debate).exists():
             # One at a time: each is then held to what the budgets left after the one before.
             raise admission.Refused(_("A comparison of this debate is still being written: wait for it to finish."))
         comparison = Comparison.objects.create(
@@ -179,23 +125,22 @@ def _load(comparison_id: int):
 
 
 async def answer(comparison_id: int) -> str:
-    """Write the comparison's answers and their renderings, within `deadline_seconds`."""
+    """Write the comparison's answers and their renderings, within `admission.comparison_deadline`."""
+    deadline = admission.comparison_deadline()
     try:
-        async with asyncio.timeout(deadline_seconds()):
+        async with asyncio.timeout(deadline):
             fields = await _answer(comparison_id)
     except TimeoutError:
-        fields = {"state": Comparison.State.FAILED, "error": f"not written within {deadline_seconds():g} s"}
+        fields = {"state": Comparison.State.FAILED, "error": f"not written within {deadline:g} s"}
     await Comparison.objects.filter(pk=comparison_id).aupdate(**fields)
     return fields["state"]
 
 
 async def _answer(comparison_id: int) -> dict:
-    from debates import evaluation  # (it builds on this module)
-
     comparison, debate, pool, left = await database_sync_to_async(_load)(comparison_id)
     client = strongest(pool)
     context = debate.options.get("user_context", "")
-    question = evaluation.Question(
+    question = baselines.Question(
         "compare", debate.question + (f"\n\n## 用户背景 User context\n{context}" if context else "")
     )
     conclusion = comparison.arms["debate"]["original"]
@@ -204,10 +149,10 @@ async def _answer(comparison_id: int) -> dict:
         await client.ensure_ready()
         arms = {
             "debate": {"original": conclusion},
-            "single": _record(await evaluation.single_arm(client, question, debate, budget=ceiling), client),
+            "single": _record(await baselines.single_arm(client, question, debate, budget=ceiling), client),
         }
         if VOTE in comparison.order:
-            arms[VOTE] = _record(await evaluation.vote_arm(client, question, debate, budget=ceiling), client)
+            arms[VOTE] = _record(await baselines.vote_arm(client, question, debate, budget=ceiling), client)
         language = LANGUAGES[question_language(debate.question)]
         for arm in comparison.order:  # every arm through the same rendering, in the order shown
             rendered = await render(client, debate.question, arms[arm]["original"], language, f"{comparison_id}:{arm}")
@@ -230,14 +175,12 @@ def render_messages(question: str, text: str, language: str) -> list[dict]:
 
 async def render(client, question: str, text: str, language: str, key: str):
     """One arm in the neutral form every arm is shown in: as long as it was, in `language`."""
-    from debates import evaluation
-
     messages = render_messages(question, text, language)
     prompt = estimate_messages_tokens(messages)
     window = client.context_window
     ceiling = MAX_TOKENS if not window else max(MIN_TOKENS, min(MAX_TOKENS, window - prompt - 64))
     tokens = max(MIN_TOKENS, min(ceiling, estimate_tokens(text) * 5 // 4 + 64))
-    return await evaluation.ask(client, messages, tokens, f"compare:{key}:render")
+    return await baselines.ask(client, messages, tokens, f"compare:{key}:render")
 
 
 def _spent(answer) -> dict:

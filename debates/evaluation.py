@@ -1,11 +1,12 @@
 """Batch evaluation: each question through every arm at equal cost, each pair of answers judged
 twice with the order swapped, win rates with 95% intervals and the judges' agreement.
 
-Arms:
-  debate  the format's debate; its answer is the report's conclusion
+Arms (`EVALUATION_ARMS`):
+  debate  the format's debate; its answer is the report's conclusion (`baselines.conclusion_of`)
   single  one strong prompt to the default model, its output allowance matched to the debate's
-          cost (or tokens, where no price is known): `comparisons.allowance`
-  vote    self-consistency: k samples of the same prompt and one merge, sharing that allowance
+          cost (or tokens, where no price is known): `baselines.single_arm`
+  vote    self-consistency: k samples of the same prompt and one merge, sharing that allowance:
+          `baselines.vote_arm`
 
 A judge reads the question, the gold answer where there is one, and two answers labelled A and
 B, and names the better under the rubric (RUBRIC); each pair is judged in both orders, so a judge
@@ -24,15 +25,14 @@ from dataclasses import asdict, dataclass, field
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from debates import clients, comparisons, runner, running_limit
-from debates.engine.budget import money
+from debates import baselines, clients, runner, running_limit
+from debates.baselines import Answer, Question
 from debates.engine.structure import Form, Part
 from debates.forms import create_debate
 from debates.models import Debate
-from debates.providers.base import LLMClient, ProviderError, estimate_messages_tokens
+from debates.providers.base import LLMClient, ProviderError
 
-ARMS = ("debate", "single", "vote")
-SAMPLES = 3  # the vote arm's samples (then one merge)
+EVALUATION_ARMS = ("debate", "single", "vote")  # what `--arms` may name
 RUBRIC = (
     "1. Correctness: where a gold answer is given, the answer that agrees with it wins.\n"
     "2. Reasoning: the steps hold and the claims are supported.\n"
@@ -44,42 +44,6 @@ JUDGE_SYSTEM = (
     "this order of importance:\n" + RUBRIC + "\nIgnore length and style; do not favour the first answer."
 )
 JUDGE_FORM = Form((Part("胜者", choices=("A", "B", "平局")), Part("理由", chars=120)))
-MERGE_SYSTEM = (
-    "You are given several answers to one question. Write the single best answer: keep what most of "
-    "them agree on, settle their disagreements with reasons. Answer in the language of the question."
-)
-
-
-@dataclass
-class Question:
-    id: str
-    question: str
-    gold: str = ""
-    format: str = ""  # the debate's format for this question ("" = the command's)
-    options: dict = field(default_factory=dict)  # as the start form takes them: personas, rounds, force…
-
-    @classmethod
-    def parse(cls, line: str) -> Question:
-        data = json.loads(line)
-        return cls(
-            str(data["id"]),
-            data["question"],
-            str(data.get("gold", "") or ""),
-            data.get("format", ""),
-            dict(data.get("options") or {}),
-        )
-
-
-@dataclass
-class Answer:
-    arm: str
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = 0.0
-    debate_id: int | None = None
-    max_tokens: int = 0  # the allowance it was given, and by which rule (`comparisons.allowance`)
-    rule: str = ""
 
 
 @dataclass
@@ -99,17 +63,7 @@ class Results:
     judgements: list[Judgement] = field(default_factory=list)
 
 
-# -- the arms ------------------------------------------------------------------------------------
-
-
-async def ask(client: LLMClient, messages, max_tokens: int, key: str, extra=None) -> Answer:
-    """One call to the model, streamed to its end. Callers are admitted doors (`debates.admission`):
-    a comparison ("compare") or this module's command ("cli.evaluate")."""
-    stream = client.stream(messages, max_tokens=max_tokens, key=key, extra=extra)
-    parts = [delta async for delta in stream]
-    done = stream.completion
-    cost = money(client.price, done.prompt_tokens, done.completion_tokens)
-    return Answer("", done.text or "".join(parts), done.prompt_tokens, done.completion_tokens, cost)
+# -- the debate arm (the baselines are debates.baselines') -------------------------------------------
 
 
 def _run_debate_row(question: Question, fmt: str, owner=None) -> int:
@@ -128,47 +82,9 @@ async def debate_arm(question: Question, fmt: str, owner=None) -> tuple[Answer, 
     pk = await database_sync_to_async(_run_debate_row)(question, fmt, owner)
     await runner.execute(pk)
     debate = await Debate.objects.select_related("report").aget(pk=pk)
-    text = await database_sync_to_async(comparisons.conclusion_of)(debate)
+    text = await database_sync_to_async(baselines.conclusion_of)(debate)
     answer = Answer("debate", text, debate.prompt_tokens, debate.completion_tokens, debate.cost, pk)
     return answer, debate
-
-
-async def single_arm(client: LLMClient, question: Question, debate: Debate, budget: int | None = None) -> Answer:
-    """`budget`: the most output tokens the debate's budgets leave (`comparisons.budget_ceiling`)."""
-    messages = comparisons.single_messages(question.question)
-    allowance, rule = comparisons.allowance(
-        debate, client.price, estimate_messages_tokens(messages), client.context_window, budget
-    )
-    answer = await ask(client, messages, allowance, f"eval:{question.id}:single")
-    answer.arm, answer.max_tokens, answer.rule = "single", allowance, rule
-    return answer
-
-
-async def vote_arm(client: LLMClient, question: Question, debate: Debate, budget: int | None = None) -> Answer:
-    """k samples and a merge, each with a (k+1)th of the allowance."""
-    messages = comparisons.single_messages(question.question)
-    allowance, rule = comparisons.allowance(
-        debate, client.price, estimate_messages_tokens(messages), client.context_window, budget
-    )
-    share = max(comparisons.MIN_TOKENS // 2, allowance // (SAMPLES + 1))
-    samples = [await ask(client, messages, share, f"eval:{question.id}:vote:{n}") for n in range(SAMPLES)]
-    listed = "\n\n".join(f"### Answer {n + 1}\n{s.text}" for n, s in enumerate(samples))
-    merge = [
-        {"role": "system", "content": MERGE_SYSTEM},
-        {"role": "user", "content": f"## Question\n{question.question}\n\n{listed}"},
-    ]
-    merged = await ask(client, merge, share, f"eval:{question.id}:vote:merge")
-    every = [*samples, merged]
-    costs = [a.cost for a in every]
-    return Answer(
-        "vote",
-        merged.text,
-        sum(a.prompt_tokens for a in every),
-        sum(a.completion_tokens for a in every),
-        None if None in costs else sum(costs),
-        max_tokens=allowance,
-        rule=rule,
-    )
 
 
 # -- judging -------------------------------------------------------------------------------------
@@ -201,7 +117,9 @@ async def judge_pair(judge: LLMClient, name: str, question: Question, x: Answer,
     made = []
     for first, second in ((x, y), (y, x)):
         extra = {"grammar": JUDGE_FORM.grammar()} if judge.supports_grammar else None
-        reply = await ask(judge, judge_messages(question, first.text, second.text), 200, f"judge:{question.id}", extra)
+        reply = await baselines.ask(
+            judge, judge_messages(question, first.text, second.text), 200, f"judge:{question.id}", extra
+        )
         verdict = read_verdict(reply.text)
         winner = {"A": first.arm, "B": second.arm, "tie": "tie"}.get(verdict, "")
         reason = re.sub(r"^.*?(?:理由|reason)\s*[：:]\s*", "", reply.text, flags=re.S | re.I).strip()[:300]
@@ -220,9 +138,9 @@ async def evaluate(
         answer, debate = await debate_arm(question, fmt, owner)
         answers = {"debate": answer} if "debate" in arms else {}
         if "single" in arms:
-            answers["single"] = await single_arm(model, question, debate)
+            answers["single"] = await baselines.single_arm(model, question, debate)
         if "vote" in arms:
-            answers["vote"] = await vote_arm(model, question, debate)
+            answers["vote"] = await baselines.vote_arm(model, question, debate)
         results.answers[question.id] = answers
         for (name, judge), (x, y) in itertools.product(judges.items(), itertools.combinations(answers.values(), 2)):
             try:

@@ -242,11 +242,11 @@ PRIMITIVES = {
     "debate_loop.run_to_end",
     "execute",
     "dispatch",
-    "evaluation.ask",
+    "baselines.ask",
     "ask",
-    "evaluation.single_arm",
+    "baselines.single_arm",
     "single_arm",
-    "evaluation.vote_arm",
+    "baselines.vote_arm",
     "vote_arm",
 }
 NOT_DOORS = ("debates/engine/", "debates/providers/", "debates/clients.py", "debates/migrations/")
@@ -267,9 +267,9 @@ REACHES_A_PROVIDER = {
     "debates/comparisons.py:_load": "compare: comparisons.start admits before anything runs",
     "debates/comparisons.py:_answer": "compare: admitted in comparisons.start",
     "debates/comparisons.py:render": "compare: admitted in comparisons.start",
-    "debates/evaluation.py:ask": "compare or cli.evaluate",
-    "debates/evaluation.py:single_arm": "compare or cli.evaluate",
-    "debates/evaluation.py:vote_arm": "compare or cli.evaluate",
+    "debates/baselines.py:ask": "compare or cli.evaluate",
+    "debates/baselines.py:single_arm": "compare or cli.evaluate",
+    "debates/baselines.py:vote_arm": "compare or cli.evaluate",
     "debates/evaluation.py:judge_pair": "cli.evaluate",
     "debates/evaluation.py:debate_arm": "cli.evaluate: _run_debate_row admits",
     "debates/evaluation.py:evaluate": "cli.evaluate",
@@ -422,7 +422,7 @@ def test_a_comparison_in_flight_counts_as_running(libraries, alice, no_runs, set
     message = "You already have 2 debates or comparisons running (the limit is 2). Stop one or wait for it to finish."
     assert message in response.content.decode() and no_runs == []
     # One whose process died long ago (past its deadline) holds no slot.
-    long_ago = timezone.now() - timedelta(seconds=comparisons.deadline_seconds() + 1)
+    long_ago = timezone.now() - timedelta(seconds=admission.comparison_deadline() + 1)
     Comparison.objects.update(created_at=long_ago)
     response = web(alice).post("/debates/new/", {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"})
     assert response.status_code == 302 and len(no_runs) == 1

@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from debates import comparisons
+from debates import baselines, comparisons
 from debates.models import Comparison, Debate
 from tests.worth.conftest import QUESTION, duel
 
@@ -125,7 +125,7 @@ async def test_the_debates_side_is_not_the_report_the_reader_just_read(libraries
     """Before the vote the page shows each arm rewritten by the same model with the same prompt in
     the question's language: not a sentence of the report's verdict, and no way back to it."""
     debate = await duel(alice, topic=question)
-    verdict = await sync_to_async(comparisons.conclusion_of)(debate)
+    verdict = await sync_to_async(baselines.conclusion_of)(debate)
     report_page = await sync_to_async(lambda path: _client_for(alice).get(path))(f"/debates/{debate.pk}/report/")
     # What the reader has just read: every reply of the fake model starts with its own tag.
     tags = set(re.findall(r"\[[0-9a-f]{6}\]", verdict))

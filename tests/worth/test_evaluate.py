@@ -10,7 +10,7 @@ import re
 import pytest
 from django.core.management import call_command
 
-from debates import comparisons, evaluation
+from debates import baselines, evaluation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUESTIONS = "bench/questions/checkable.jsonl"
@@ -22,9 +22,9 @@ def answers_and(judge):
     def script(body):
         messages = body.get("messages") or []
         system, user = messages[0]["content"], messages[-1]["content"]
-        if system == comparisons.SINGLE_SYSTEM:
+        if system == baselines.SINGLE_SYSTEM:
             return "SINGLE-ANSWER 答：391。"
-        if system == evaluation.MERGE_SYSTEM:
+        if system == baselines.MERGE_SYSTEM:
             return "MERGED-ANSWER 综合：391。"
         if system == evaluation.JUDGE_SYSTEM:
             first = user.split("## Answer A", 1)[1].split("## Answer B", 1)[0]

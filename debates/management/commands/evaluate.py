@@ -8,7 +8,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from debates import admission, clients, evaluation
+from debates import admission, baselines, clients, evaluation
 from debates.engine import registry
 
 
@@ -47,12 +47,12 @@ class Command(BaseCommand):
         if not path.exists():
             raise CommandError(f"{path}: no such file")
         questions = [
-            evaluation.Question.parse(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            baselines.Question.parse(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
         ]
         if opts["limit"]:
             questions = questions[: opts["limit"]]
         arms = [a.strip() for a in opts["arms"].split(",") if a.strip()]
-        unknown = sorted(set(arms) - set(evaluation.ARMS))
+        unknown = sorted(set(arms) - set(evaluation.EVALUATION_ARMS))
         if unknown or "debate" not in arms or len(arms) < 2:
             raise CommandError("--arms: the debate and at least one of single, vote")
         try:
