@@ -16,15 +16,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
 from debates.models import Debate, Turn
 
-if TYPE_CHECKING:
-    from debates.sink import DjangoSink
+
+class Flushable(Protocol):
+    """What the flusher needs of a sink (`debates.sink.DjangoSink`), as `fanout.Viewer` is what a
+    subscription needs of a consumer: the sink imports the flusher, never the other way round."""
+
+    debate_id: int
+    runner_id: str | None  # the lease that fences its writes, if any
+    seq: int  # the debate's last committed seq
+    lost: bool  # its lease is gone: write nothing more
+    lock: asyncio.Lock  # held while a frame of this debate is written and sent
+    pending: dict[str, list[str]]  # turn key → text deltas not written yet
+    texts: dict[str, str]  # turn key → text written so far
+    turn_pks: dict[str, int]  # turn key → Turn row
+
+    async def send_deltas(self, chunks: dict[str, str]) -> None:
+        """`chunks` (turn key → text) were committed as the debate's next seq: send its frame."""
+
+    def lose(self) -> None:
+        """The lease was lost: go quiet and stop the engine."""
+
+
+def storable(text: str) -> str:
+    """Model output as the database can hold it: PostgreSQL text cannot contain NUL."""
+    return text.replace("\x00", "")
+
 
 _flushers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, Flusher]] = weakref.WeakKeyDictionary()
 
@@ -41,13 +64,13 @@ def flusher_for(interval: float) -> Flusher:
 class Flusher:
     def __init__(self, interval: float) -> None:
         self.interval = interval
-        self.waiting: dict[DjangoSink, None] = {}  # an ordered set
+        self.waiting: dict[Flushable, None] = {}  # an ordered set
         self.lock = asyncio.Lock()
         self.task: asyncio.Task | None = None
         self.last = float("-inf")  # loop time of the last flush
         self.stats = {"flushes": 0}
 
-    def want(self, sink: DjangoSink) -> None:
+    def want(self, sink: Flushable) -> None:
         """`sink` has pending deltas: flush them within the interval. The first delta after a quiet
         spell goes out at once; while text keeps coming, each interval's deltas share a frame."""
         self.waiting[sink] = None
@@ -85,12 +108,10 @@ class Flusher:
                 sink.lose()
 
 
-def write(batch: list[tuple[DjangoSink, dict[str, list[str]]]]):
+def write(batch: list[tuple[Flushable, dict[str, list[str]]]]):
     """In one transaction: each debate's seq + 1, fenced by its runner's lease (a debate another
     runner took over is left alone and reported lost), then the text of each turn that grew.
     Raw `executemany`: the ORM's per-statement cost, times every debate, was the flush's cost."""
-    from debates.sink import storable
-
     debates, turns = Debate._meta.db_table, Turn._meta.db_table
     fenced = [(sink.seq + 1, sink.debate_id, sink.runner_id) for sink, _ in batch if sink.runner_id]
     free = [(sink.seq + 1, sink.debate_id) for sink, _ in batch if not sink.runner_id]

@@ -30,7 +30,7 @@ from debates import frames
 from debates.engine import events as ev
 from debates.engine.i18n import Text, verbatim
 from debates.engine.report import warning_dict
-from debates.flusher import flusher_for
+from debates.flusher import flusher_for, storable
 from debates.leases import LeaseLost
 from debates.models import FINAL_STATUSES, Debate, Report, Seat, Status, Turn
 from debates.providers.base import estimate_tokens, token_counts
@@ -39,11 +39,6 @@ log = logging.getLogger(__name__)
 
 FINAL = {"done": Status.DONE, "failed": Status.FAILED, "stopped": Status.STOPPED, "refused": Status.REFUSED}
 FRAME_INTERVAL = 0.04
-
-
-def storable(text: str) -> str:
-    """Model output as the database can hold it: PostgreSQL text cannot contain NUL."""
-    return text.replace("\x00", "")
 
 
 def as_text(value) -> dict:

@@ -10,6 +10,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer
 
 from debates.engine import events as ev
+from debates.flusher import Flushable
 from debates.models import Debate, Turn
 from debates.sink import DjangoSink
 
@@ -52,3 +53,12 @@ def test_one_flush_writes_every_debate_and_a_lost_lease_stops_only_its_own():
     assert lost == [taken.debate_id] and taken.lost and not kept.lost
     assert seqs[kept.debate_id] == kept.seq == 3  # turn started, then two flushes
     assert seqs[taken.debate_id] == taken.seq == 2
+
+
+def test_a_sink_is_what_the_flusher_needs():
+    """The flusher knows a sink only through `Flushable` (it imports nothing of `debates.sink`): a
+    real sink has every member the protocol names."""
+    sink = DjangoSink(1)
+    wanted = set(Flushable.__annotations__) | {"send_deltas", "lose"}
+    assert {name for name in wanted if not hasattr(sink, name)} == set()
+    assert callable(sink.send_deltas) and callable(sink.lose)
