@@ -113,7 +113,7 @@ def detect_ollama() -> Provider | None:
 def check_search(provider) -> Outcome:
     """Does this search provider answer? One search for a plain word, its result count said."""
     from debates import search_clients
-    from debates.search.base import SearchError
+    from debates.search.errors import SearchError
 
     try:
         client = search_clients.provider_client(provider)

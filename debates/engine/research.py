@@ -28,7 +28,8 @@ from debates.engine.structure import Form, Part
 from debates.engine.text import bigrams, clip
 from debates.engine.turns import DebateContext, TurnResult
 from debates.providers.base import estimate_tokens
-from debates.search.base import FetchFailed, FetchRefused, Result, SearchClient, SearchError
+from debates.search.base import Result, SearchClient
+from debates.search.errors import FetchFailed, FetchRefused, SearchError
 
 
 @dataclass(frozen=True)

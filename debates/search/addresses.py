@@ -19,7 +19,7 @@ import socket
 from collections.abc import Sequence
 from urllib.parse import SplitResult, urlsplit
 
-from .base import FetchFailed, FetchRefused
+from .errors import FetchFailed, FetchRefused
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network

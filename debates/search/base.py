@@ -1,11 +1,9 @@
-"""The search interface: what a backend returns, how it fails, and the HTTP plumbing they share.
+"""The search interface: what a backend returns and the HTTP plumbing backends share.
 
-Research sees only this module. A backend (`SearxngClient`, `BraveClient`) implements `search`;
-reading a result's page goes through the client's `PageFetcher`, which refuses addresses on the
-server's own network. No Django imports: settings arrive as constructor arguments.
-
-Every failure is a `SearchError` whose `str()` is written for the user (what happened, what to do)
-and never contains an API key; `retryable` says whether the same request may succeed later.
+Research sees this module and `errors` (how a search or a fetch fails). A backend
+(`SearxngClient`, `BraveClient`) implements `search`; reading a result's page goes through the
+client's `PageFetcher` (`fetch`, which makes the `Page`), which refuses addresses on the server's
+own network. No Django imports: settings arrive as constructor arguments.
 """
 
 from __future__ import annotations
@@ -18,16 +16,15 @@ import logging
 import time
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-if TYPE_CHECKING:
-    from .fetch import PageFetcher
+from .errors import SearchBadResponse, SearchError, SearchRateLimited, SearchTimeout, SearchUnavailable
+from .fetch import USER_AGENT, Page, PageFetcher
 
 log = logging.getLogger(__name__)
-USER_AGENT = "Agora research (+https://github.com/)"
 
 
 @dataclass(frozen=True)
@@ -38,55 +35,6 @@ class Result:
     url: str
     snippet: str
     published: str = ""
-
-
-@dataclass(frozen=True)
-class Page:
-    """A fetched page as readable text. `url` is what was asked for, `final_url` where redirects led."""
-
-    url: str
-    final_url: str
-    title: str
-    text: str
-
-
-class SearchError(Exception):
-    """A failed search or fetch; `str(error)` tells the user what happened and what to do."""
-
-    retryable = False
-
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class SearchRateLimited(SearchError):
-    """HTTP 429; `retry_after` is the server's Retry-After in seconds, when it sent one."""
-
-    retryable = True
-
-
-class SearchTimeout(SearchError):
-    retryable = True
-
-
-class SearchUnavailable(SearchError):
-    """Misconfigured or down (bad key, nothing listening, 5xx): retrying will not help until
-    someone fixes something."""
-
-
-class SearchBadResponse(SearchError):
-    """The backend answered, but not with the JSON it should have (wrong URL? a login page?)."""
-
-
-class FetchRefused(SearchError):
-    """A URL refused before any connection was made: not http(s), an address on a private,
-    loopback, link-local or otherwise non-public network, or too many redirects."""
-
-
-class FetchFailed(SearchError):
-    """A page was fetched (or tried) but is unusable: an HTTP error, too large, too slow, not
-    HTML or text, or nothing readable in it."""
 
 
 def web_items(items: list[Any], n: int):
@@ -150,8 +98,6 @@ class SearchClient(abc.ABC):
         fetcher: PageFetcher | None = None,
     ) -> None:
         if fetcher is None:
-            from .fetch import PageFetcher  # fetch.py imports this module's errors
-
             fetcher = PageFetcher()
         self.base_url = base_url.rstrip("/")
         if name is not None:

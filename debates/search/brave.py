@@ -13,15 +13,8 @@ from typing import Any
 
 import httpx2
 
-from .base import (
-    Result,
-    SearchBadResponse,
-    SearchClient,
-    SearchError,
-    SearchRateLimited,
-    SearchUnavailable,
-    web_items,
-)
+from .base import Result, SearchClient, web_items
+from .errors import SearchBadResponse, SearchError, SearchRateLimited, SearchUnavailable
 from .fetch import PageFetcher
 
 BRAVE_URL = "https://api.search.brave.com/res/v1"

@@ -20,13 +20,27 @@ import html
 import re
 import ssl
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import httpx2
 import trafilatura
 
 from .addresses import parse_networks, vet
-from .base import USER_AGENT, FetchFailed, FetchRefused, Page
+from .errors import FetchFailed, FetchRefused
+
+USER_AGENT = "Agora research (+https://github.com/)"
+
+
+@dataclass(frozen=True)
+class Page:
+    """A fetched page as readable text. `url` is what was asked for, `final_url` where redirects led."""
+
+    url: str
+    final_url: str
+    title: str
+    text: str
+
 
 _REDIRECTS = {301, 302, 303, 307, 308}
 _READABLE = {"text/html", "application/xhtml+xml", "text/plain"}

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Result, SearchBadResponse, SearchClient, SearchError, SearchUnavailable, web_items
+from .base import Result, SearchClient, web_items
+from .errors import SearchBadResponse, SearchError, SearchUnavailable
 from .fetch import PageFetcher
 
 _ENABLE_JSON = "search.formats: [html, json] in settings.yml"

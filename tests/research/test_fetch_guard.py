@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from debates.search.addresses import vet
-from debates.search.base import FetchFailed, FetchRefused
+from debates.search.errors import FetchFailed, FetchRefused
 from debates.search.fetch import PageFetcher
 from testkit.fake_search import FakeSearchServer
 

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from debates.search import backends
-from debates.search.base import (
+from debates.search.brave import BraveClient
+from debates.search.errors import (
     FetchRefused,
     SearchBadResponse,
     SearchError,
@@ -17,7 +18,6 @@ from debates.search.base import (
     SearchTimeout,
     SearchUnavailable,
 )
-from debates.search.brave import BraveClient
 from debates.search.fetch import PageFetcher
 from debates.search.searxng import SearxngClient
 from testkit.fake_search import FakeSearchServer
