@@ -7,9 +7,10 @@ import asyncio
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.engine.budget import Ledger
+from debates.engine.context import DebateContext
 from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.spec import DebateSpec
-from debates.engine.turns import AwaitingHuman, CapReached, ClientPool, DebateAborted, DebateContext, TurnPlan
+from debates.engine.turns import AwaitingHuman, CapReached, ClientPool, DebateAborted, TurnPlan
 from debates.providers.base import ProviderError
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from debates.engine.context import DebateContext
 from debates.engine.format import Format, Rounds, Seating, Suggestion
 from debates.engine.i18n import Text, gettext_noop, text
 from debates.engine.options import option
@@ -19,7 +20,7 @@ from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, CritiqueSpec, LibrarySpec, PairingRuleSpec, PersonaSpec
 from debates.engine.structure import Form, Part
 from debates.engine.text import field_value, first_sentence, similarity
-from debates.engine.turns import DebateAborted, DebateContext, TurnPlan
+from debates.engine.turns import DebateAborted, TurnPlan
 
 SUMMARY_LIMIT = 80
 DEFAULT_ROUNDS = 4

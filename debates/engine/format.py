@@ -21,7 +21,7 @@ from debates.engine.options import Option
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec
 
 if TYPE_CHECKING:
-    from debates.engine.turns import DebateContext
+    from debates.engine.context import DebateContext
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from debates.engine import research
+from debates.engine.context import DebateContext
 from debates.engine.format import Format, Mode, Rounds, Seating, Suggestion
 from debates.engine.i18n import Text, gettext_noop, text
 from debates.engine.options import option
@@ -18,7 +19,7 @@ from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
 from debates.engine.text import clip, cut_marked, normalise, similarity
-from debates.engine.turns import DebateAborted, DebateContext, TurnResult
+from debates.engine.turns import DebateAborted, TurnResult
 
 DEFAULT_ROUNDS = 2
 MAX_ROUNDS = 6

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from debates.engine import citations, research
+from debates.engine.context import DebateContext
 from debates.engine.evidence import Source
 from debates.engine.format import Format, Seating
 from debates.engine.i18n import gettext_noop, text, verbatim
@@ -20,7 +21,7 @@ from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
 from debates.engine.structure import Form, Part
 from debates.engine.text import bullet_items, clip, field_value, first_sentence, normalise, topic_slug
-from debates.engine.turns import CapReached, DebateAborted, DebateContext, TurnPlan, TurnResult
+from debates.engine.turns import CapReached, DebateAborted, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 60
 VERDICT_LIMIT = 1200

@@ -5,10 +5,11 @@ filled in here, the same way for every format."""
 
 from __future__ import annotations
 
+from debates.engine.context import DebateContext
 from debates.engine.prompts import TaskDecorator, compose, domain_bridge, stop_before
 from debates.engine.spec import PersonaSpec
 from debates.engine.structure import Form
-from debates.engine.turns import DebateContext, PostProcess, TurnPlan
+from debates.engine.turns import PostProcess, TurnPlan
 
 HOST_RULE = "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"
 

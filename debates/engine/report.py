@@ -57,7 +57,7 @@ class Section:
 
 @dataclass
 class ReportBuilder:
-    ctx: Any  # DebateContext (not imported: turns imports nothing from here, keep it one-way)
+    ctx: Any  # DebateContext (not imported: context imports nothing from here, keep it one-way)
     title: str
     top_notes: list[Text] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from debates.engine import events as ev
+from debates.engine.context import DebateContext
 from debates.engine.evidence import EXCERPT_LIMIT, Source, md_link
 from debates.engine.i18n import gettext_noop, verbatim
 from debates.engine.plans import host_plan
 from debates.engine.spec import PersonaSpec
 from debates.engine.structure import Form, Part
 from debates.engine.text import bigrams, clip
-from debates.engine.turns import DebateContext, TurnResult
+from debates.engine.turns import TurnResult
 from debates.providers.base import estimate_tokens
 from debates.search.base import Result, SearchClient
 from debates.search.errors import FetchFailed, FetchRefused, SearchError

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from debates.engine import events as ev
 from debates.engine import research
+from debates.engine.context import DebateContext
 from debates.engine.format import Format, Mode, Seating, Suggestion
 from debates.engine.i18n import gettext_noop, text, verbatim
 from debates.engine.options import option
@@ -20,7 +21,7 @@ from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
 from debates.engine.structure import Form, Part
 from debates.engine.text import bullet_items, clip, field_value, first_sentence
-from debates.engine.turns import DebateAborted, DebateContext, TurnPlan, TurnResult
+from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 80
 MIN_FAILURE_SCENARIO = 15

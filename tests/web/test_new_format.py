@@ -13,12 +13,12 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from debates.engine import registry
+from debates.engine.context import DebateContext
 from debates.engine.format import Format, Rounds, Seating
 from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions
-from debates.engine.turns import DebateContext
 from debates.management.commands.debate import Command as DebateCommand
 from debates.models import Debate
 from personas.models import Library, Persona

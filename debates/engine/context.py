@@ -1,0 +1,362 @@
+"""What a format's `run` is given, and how it runs turns.
+
+`DebateContext` holds one run of a debate: its spec, its clients (`ClientPool`), the sink its
+events go to, the ledger its turns are charged to, the evidence pack and the research client, the
+warnings and the results so far. A format builds `TurnPlan`s (`debates.engine.turns`,
+`debates.engine.plans`) and hands them to `turn` (one) or `parallel` (a round whose turns are
+independent). A turn that finished in an earlier run is replayed, not re-called, which is what
+makes a debate resumable at turn level; any other is admitted (its slot on the client, the cap),
+streamed (each delta to the sink) and settled (charged, summarised, reported).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from debates.engine import events as ev
+from debates.engine.budget import Ledger, money
+from debates.engine.evidence import pack_from_options
+from debates.engine.i18n import Text, gettext_noop, verbatim
+from debates.engine.i18n import text as message_text
+from debates.engine.spec import CompletedTurn, DebateSpec
+from debates.engine.text import summary_of
+from debates.engine.turns import (
+    CAPPED_MARK,
+    AwaitingHuman,
+    CapReached,
+    ClientPool,
+    DebateAborted,
+    ReplyMeter,
+    TurnPlan,
+    TurnResult,
+    reply_ceiling,
+)
+from debates.providers.base import Completion, LLMClient, ProviderError, estimate_messages_tokens, estimate_tokens
+
+if TYPE_CHECKING:
+    from debates.search.base import SearchClient
+
+
+class FormatShape(Protocol):
+    """What a run reads of its format (a `debates.engine.format.Format`, whose `run` takes this
+    module's context, so the format imports this module and not the other way round)."""
+
+    tokens: Mapping[str, int]  # max_tokens by kind of turn ("speech", "host", …)
+    parallel_phases: frozenset[str]  # phases whose turns run at once
+    summary_limit: int
+    phase_titles: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A streamed reply: its text as read, the server's account of it, and whether it was cut at
+    its ceiling (about `ceiling` tokens)."""
+
+    text: str
+    completion: Completion
+    capped: bool
+    ceiling: int
+
+
+class DebateContext:
+    def __init__(
+        self,
+        spec: DebateSpec,
+        fmt: FormatShape,
+        clients: ClientPool,
+        sink: ev.Sink,
+        ledger: Ledger | None = None,
+        research: SearchClient | None = None,
+    ):
+        self.spec = spec
+        self.format = fmt
+        self.clients = clients
+        self.sink = sink
+        self.ledger = ledger or Ledger()
+        self.warnings: list[ev.Warning] = []
+        self.results: dict[str, TurnResult] = {}
+        self.order: list[str] = []  # turn keys in plan order (parallel turns finish in any order)
+        # The evidence every turn's task decorator carries: the user's material and documents,
+        # then whatever the format adds on the way (research, the roundtable checkpoint's facts).
+        self.evidence = pack_from_options(spec.options.evidence, spec.options.documents)
+        self.research = research  # a search client, or None: research is skipped
+        self.translate = spec.translate
+
+    @property
+    def facts(self) -> str:
+        """The evidence pack as a prompt shows it ("" when there is none)."""
+        return self.evidence.prompt_text(self.spec.question)
+
+    def facts_for(self, round_no: int) -> str:
+        """The pack as round `round_no` may see it (a role's own search is public from the next);
+        round 0, the host's turns outside the rounds, sees all of it."""
+        return self.evidence.prompt_text(self.spec.question, round_no=round_no or None)
+
+    @property
+    def options(self):
+        return self.spec.options
+
+    @property
+    def library(self):
+        return self.spec.library
+
+    def max_tokens(self, kind: str) -> int:
+        return self.spec.options.max_tokens.get(kind, self.format.tokens[kind])
+
+    def seat_client(self, slug: str) -> str | None:
+        return next((seat.client for seat in self.spec.seats if seat.persona.slug == slug), None)
+
+    async def emit(self, event: ev.Event) -> None:
+        await self.sink.emit(event)
+
+    async def warn(self, code: str, msgid: str, **params) -> None:
+        """A warning for viewers and the report: an English msgid (`gettext_noop`) and its values."""
+        warning = ev.Warning(code, Text(msgid, params))
+        self.warnings.append(warning)
+        await self.emit(warning)
+
+    async def phase(self, round_no: int, phase: str, msgid: str, *, note: str = "", **params) -> None:
+        parallel = phase in self.format.parallel_phases
+        await self.emit(ev.PhaseStarted(round_no, phase, Text(msgid, params), parallel=parallel, note=note))
+
+    async def plan(self, *, rounds: int | None = None, cap: int | None = None) -> None:
+        """Say what the run will be (its rounds, its token cap) as soon as the format knows."""
+        if cap is not None:
+            self.ledger.cap = cap
+        await self.emit(ev.Plan(rounds, cap))
+
+    def transcript(self) -> list[TurnResult]:
+        return [self.results[k] for k in self.order if k in self.results]
+
+    def client_for(self, key: str | None) -> LLMClient:
+        return self.clients.get(key)
+
+    def is_human(self, slug: str) -> bool:
+        """A person sits in this persona's seat."""
+        return self.client_for(self.seat_client(slug)).awaits_human
+
+    @property
+    def parallel_capacity(self) -> int:
+        return min(client.concurrency for client in self.clients.all())
+
+    async def turn(self, plan: TurnPlan) -> TurnResult:
+        if plan.key not in self.order:
+            self.order.append(plan.key)
+        done = self.spec.completed.get(plan.key)
+        if done is not None:
+            return await self._replay(plan, done)
+        return await self._call(plan)
+
+    async def parallel(self, plans: list[TurnPlan]) -> list[TurnResult]:
+        """Independent turns at once; the provider's limiter bounds how many really run.
+
+        Every turn is allowed to finish (so its text is kept) before a failure stops the debate.
+        """
+        outcomes = await asyncio.gather(*(self.turn(p) for p in plans), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, CapReached):
+                raise outcome
+        done = [o for o in outcomes if not isinstance(o, BaseException)]
+        if len(done) < len(outcomes):
+            raise CapReached(next(o.key for o in outcomes if isinstance(o, CapReached)), done)
+        return done
+
+    def _cost(self, plan: TurnPlan, prompt_tokens: int, completion_tokens: int) -> float | None:
+        return money(self.client_for(plan.client).price_for(plan.key), prompt_tokens, completion_tokens)
+
+    async def _replay(self, plan: TurnPlan, done: CompletedTurn) -> TurnResult:
+        self.ledger.charge(
+            plan.key,
+            done.prompt_tokens,
+            done.completion_tokens,
+            exempt=plan.exempt_from_cap,
+            cost=self._cost(plan, done.prompt_tokens, done.completion_tokens),
+        )
+        result = TurnResult(
+            plan.key,
+            plan.speaker,
+            plan.round,
+            plan.phase,
+            done.text,
+            done.summary,
+            dict(done.data),
+            done.prompt_tokens,
+            done.completion_tokens,
+            replayed=True,
+        )
+        self.results[plan.key] = result
+        await self.emit(
+            ev.TurnFinished(
+                plan.key,
+                done.text,
+                done.summary,
+                done.prompt_tokens,
+                done.completion_tokens,
+                data=dict(done.data),
+                replayed=True,
+            )
+        )
+        return result
+
+    async def _call(self, plan: TurnPlan) -> TurnResult:
+        """A turn not run before: admitted, streamed, settled."""
+        client = self.client_for(plan.client)
+        async with self._admitted(plan, client):
+            started = time.monotonic()
+            reply = await self._stream(plan, client)
+            latency = time.monotonic() - started
+        return await self._settle(plan, reply, latency)
+
+    @contextlib.asynccontextmanager
+    async def _admitted(self, plan: TurnPlan, client: LLMClient):
+        """The turn's slot on its client, held while it streams. A person's seat not written yet
+        stops the run (`AwaitingHuman`); a spent cap refuses the turn (`CapReached`), checked once
+        the turn has its slot: turns queued behind a one-at-a-time server are checked when they
+        would start, not when the round was planned. Admitted, the turn is announced."""
+        if client.awaits_human and not client.answered(plan.key):
+            self.order.remove(plan.key)
+            raise AwaitingHuman(plan)
+        async with client.limiter:
+            if self.ledger.spent_for_rounds and not (plan.exempt_from_cap or plan.reserved):
+                self.order.remove(plan.key)
+                raise CapReached(plan.key)
+            await self.emit(
+                ev.TurnStarted(
+                    plan.key,
+                    plan.round,
+                    plan.phase,
+                    plan.speaker.slug,
+                    plan.speaker.name,
+                    plan.messages,
+                    model=client.describe_for(plan.key),
+                )
+            )
+            yield
+
+    async def _stream(self, plan: TurnPlan, client: LLMClient) -> Reply:
+        """The reply, each delta sent to the sink as it comes, within the reply ceiling and the
+        turn's deadline. A failure (the deadline, the provider, a stop) is recorded with the text
+        so far (`_fail`) and ends the debate (`DebateAborted`) or goes on up (a stop)."""
+        stream = client.stream(
+            plan.messages,
+            max_tokens=plan.max_tokens,
+            stop=plan.stop or None,
+            temperature=self.spec.options.temperature,
+            extra=plan.extra,
+            key=plan.key,
+        )
+        parts: list[str] = []
+        meter = ReplyMeter(reply_ceiling(plan.max_tokens))
+        capped = False
+        try:
+            # A deadline for the whole turn: a server that keeps the connection busy without
+            # ever finishing (empty chunks every second) never trips the silence timeout.
+            async with asyncio.timeout(self.spec.turn_deadline):
+                async for delta in stream:
+                    parts.append(delta)
+                    await self.emit(ev.TextDelta(plan.key, delta))
+                    if meter.add(delta):
+                        capped = True  # a server ignoring max_tokens: stop reading, keep the text
+                        break
+        except TimeoutError:
+            await _close(stream)
+            reason = message_text(
+                gettext_noop(
+                    "the turn ran past its deadline of %(seconds)s s (AGORA_TURN_DEADLINE) without finishing; "
+                    "its text so far is kept. Retry the turn, or raise the deadline"
+                ),
+                seconds=f"{self.spec.turn_deadline:g}",
+            )
+            await self._fail(plan, "".join(parts), reason)
+            failed = message_text("%(speaker)s: %(error)s", speaker=plan.speaker.name, error=reason)
+            raise DebateAborted(failed) from None
+        except ProviderError as error:
+            await self._fail(plan, "".join(parts) or error.partial_text, str(error))
+            message = message_text("%(speaker)s: %(error)s", speaker=plan.speaker.name, error=verbatim(str(error)))
+            raise DebateAborted(message) from error
+        except asyncio.CancelledError:
+            await self._fail(plan, "".join(parts), "stopped")
+            raise
+        if capped:
+            await _close(stream)
+        return Reply("".join(parts), stream.completion, capped, meter.ceiling)
+
+    async def _settle(self, plan: TurnPlan, reply: Reply, latency: float) -> TurnResult:
+        """The streamed reply made a turn: cut and marked when capped (its usage estimated, the
+        server's being unknown), post-processed, summarised, charged to the ledger, reported."""
+        completion = reply.completion
+        if reply.capped:
+            raw = reply.text + CAPPED_MARK
+            completion = Completion(
+                raw,
+                estimate_messages_tokens(plan.messages),
+                estimate_tokens(reply.text),
+                usage_estimated=True,
+            )
+        else:
+            raw = completion.text or reply.text
+        text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
+        if reply.capped:
+            data = {**data, "reply_capped": True}
+            await self.warn(
+                "reply_capped",
+                gettext_noop("%(speaker)s: the reply passed its ceiling (about %(tokens)d tokens) and was cut."),
+                speaker=plan.speaker.name,
+                tokens=reply.ceiling,
+            )
+        summary = summary_of(text, plan.summary_limit, self.spec.question)
+        cost = self._cost(plan, completion.prompt_tokens, completion.completion_tokens)
+        self.ledger.charge(
+            plan.key,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            estimated=completion.usage_estimated,
+            exempt=plan.exempt_from_cap,
+            cost=cost,
+        )
+        result = TurnResult(
+            plan.key,
+            plan.speaker,
+            plan.round,
+            plan.phase,
+            text,
+            summary,
+            data,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+        )
+        self.results[plan.key] = result
+        await self.emit(
+            ev.TurnFinished(
+                plan.key,
+                text,
+                summary,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                usage_estimated=completion.usage_estimated,
+                latency=latency,
+                data=data,
+                cost=cost,
+            )
+        )
+        return result
+
+    async def _fail(self, plan: TurnPlan, partial: str, reason: str) -> None:
+        prompt_tokens = sum(estimate_tokens(m["content"]) for m in plan.messages)
+        completion_tokens = estimate_tokens(partial)
+        cost = self._cost(plan, prompt_tokens, completion_tokens)
+        self.ledger.charge(plan.key, prompt_tokens, completion_tokens, estimated=True, cost=cost)
+        await self.emit(ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens, cost))
+
+
+async def _close(stream) -> None:
+    """Stop reading a reply early: closing the generator closes its HTTP response."""
+    close = getattr(stream.deltas, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
