@@ -4,6 +4,8 @@ A persona holds only *who it is* (the purity rule of PROTOCOLS.md); the question
 time through the task decorator, so nothing here may name a particular debate question.
 """
 
+from collections.abc import Callable
+
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -32,13 +34,27 @@ def pair_key(slug_a: str, slug_b: str) -> str:
     return f"{first}-vs-{second}"
 
 
-def format_choices():
-    """The debate formats the engine knows (`debates.engine.registry`: the four built in, and any
-    registered later), labelled in the viewer's language. A callable, so a new format needs no
-    migration and no change here."""
-    from debates.engine import registry
+# The formats a library may be for are the engine's (`debates.engine.registry`), but this app
+# imports nothing of `debates`: personas sits below debates (debates imports personas, its
+# libraries and personas), and a module-level or function-level import upwards would close a
+# circle. The debates app hands its registry's `choices` over when it is ready
+# (`DebatesConfig.ready` calls `offer_formats`), before any model is validated or any form drawn;
+# the function itself is handed over, not its result, so a format registered later (a plug-in's,
+# a test's) is offered too. Until then, and without the debates app, no format is offered.
+_format_source: Callable[[], list[tuple[str, str]]] = list
 
-    return [(name, _(label)) for name, label in registry.choices()]
+
+def offer_formats(source: Callable[[], list[tuple[str, str]]]) -> None:
+    """Where the formats come from: a callable giving (name, label msgid) pairs."""
+    global _format_source
+    _format_source = source
+
+
+def format_choices():
+    """The debate formats the engine knows (the four built in, and any registered later; see
+    `offer_formats`), labelled in the viewer's language. A callable, so a new format needs no
+    migration and no change here."""
+    return [(name, _(label)) for name, label in _format_source()]
 
 
 class Library(models.Model):

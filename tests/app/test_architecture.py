@@ -25,32 +25,38 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def module_level_imports(path: Path, known: set[str]) -> set[str]:
-    """Project modules imported at import time (not inside functions or `if TYPE_CHECKING:`)."""
+def imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """Every project module `name` (at `path`) imports, wherever the import is written: at the top,
+    inside a function or a method, under `if TYPE_CHECKING:` or in a `try`. Relative imports are
+    resolved against the module's package."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     targets = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[: len(package) - (node.level - 1)]
+                base = ".".join([*parent, *([node.module] if node.module else [])])
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
             continue
-        for child in [node] if not isinstance(node, ast.Try) else node.body:
-            if isinstance(child, ast.Import):
-                names = [alias.name for alias in child.names]
-            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                names = [f"{child.module}.{alias.name}" for alias in child.names] + [child.module]
-            else:
-                continue
-            for name in names:
-                while name and name not in known:
-                    name = name.rpartition(".")[0]
-                if name:
-                    targets.add(name)
+        for imported in names:
+            while imported and imported not in known:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
     return targets
 
 
-def test_no_import_cycle_among_project_modules():
+def import_graph() -> dict[str, set[str]]:
     found = modules()
-    graph = {name: module_level_imports(path, set(found)) - {name} for name, path in found.items()}
-    assert len(graph) > 40, "the walk found the project's modules"
+    return {name: imports(path, name, set(found)) for name, path in found.items()}
+
+
+def cycles_in(graph: dict[str, set[str]]) -> list[list[str]]:
     state: dict[str, int] = {}
     cycles = []
 
@@ -66,7 +72,41 @@ def test_no_import_cycle_among_project_modules():
     for name in sorted(graph):
         if name not in state:
             visit(name, [name])
+    return cycles
+
+
+def test_the_walk_sees_imports_inside_functions_and_type_checking(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n"
+        "def f():\n    from . import c\n    import pkg.d\n"
+    )
+    known = {"pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d"}
+    assert imports(package / "a.py", "pkg.a", known) == {"pkg", "pkg.b", "pkg.c", "pkg.d"}
+    assert cycles_in({"x": {"y"}, "y": {"x"}}) == [["x", "y", "x"]]
+
+
+def test_no_import_cycle_among_project_modules():
+    """Counting every import: a function-level or TYPE_CHECKING import that doubles back is a
+    circle too (a Protocol, a module both sides share, or a hook at `ready()` breaks it)."""
+    graph = import_graph()
+    assert len(graph) > 40, "the walk found the project's modules"
+    cycles = cycles_in(graph)
     assert not cycles, cycles
+
+
+def test_personas_imports_nothing_of_debates():
+    """personas sits below debates (the debates app hands its formats over at ready())."""
+    upwards = sorted(
+        f"{name} → {target}"
+        for name, targets in import_graph().items()
+        if name.split(".")[0] == "personas"
+        for target in targets
+        if target.split(".")[0] == "debates"
+    )
+    assert not upwards, upwards
 
 
 def test_the_engine_imports_no_django():
