@@ -29,6 +29,11 @@ def _signed_in(user) -> bool:
     return user is not None and user.is_authenticated
 
 
+def shows_internals(user) -> bool:
+    """Staff see provider addresses in errors; everyone else sees "the provider"."""
+    return bool(user and user.is_authenticated and user.is_staff)
+
+
 def sees_everything(user) -> bool:
     return _signed_in(user) and user.has_perm(VIEW_ALL)
 

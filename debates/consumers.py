@@ -15,10 +15,8 @@ import asyncio
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
-from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import Http404
 from django.utils.translation import get_supported_language_variant
@@ -29,13 +27,6 @@ from debates.access import via_share_only, viewable_debate
 from debates.live_counts import counts, viewer_key
 
 NOT_FOUND, REVOKED, TOO_MANY = 4404, 4403, 4429
-
-
-def close_shared_sockets(debate_id: int) -> None:
-    """Revoking a share link ends the live views opened through it (from a view: sync)."""
-    layer = get_channel_layer()
-    for name in frames.groups(debate_id).values():
-        async_to_sync(layer.group_send)(name, {"type": "debate.revoked"})
 
 
 def viewer_language(scope) -> str:

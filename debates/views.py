@@ -15,7 +15,6 @@ from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonRespo
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
@@ -27,17 +26,17 @@ from debates import (
     branches,
     charts,
     comparisons,
-    consumers,
     control,
+    exports,
     frames,
     human_turns,
     invitations,
+    sharing,
     table_change,
 )
-from debates.access import can_control, viewable_debate, visible_debates
+from debates.access import can_control, shows_internals, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
-from debates.engine.text import topic_slug
 from debates.forms import MAX_TOPIC, DebateForm, format_part, save_debate
 from debates.models import (
     ACTIVE_STATUSES,
@@ -47,18 +46,10 @@ from debates.models import (
     Provider,
     Status,
     Turn,
-    new_share_token,
 )
-from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
-from debates.reports import transcript_markdown, verdict_markdown
 from debates.running_limit import RunningLimitReached
 from debates.specs import library_spec
 from personas.models import Library
-
-
-def shows_internals(user) -> bool:
-    """Staff see provider addresses in errors; everyone else sees "the provider"."""
-    return bool(user and user.is_authenticated and user.is_staff)
 
 
 @require_GET
@@ -296,120 +287,25 @@ def _research_line(data: dict) -> str:
     return _(RESEARCH_LINE) % research if research else ""
 
 
-def archive_name(debate: Debate, ext: str, kind: str = "debate") -> str:
-    """`<topic-slug>-<format>-<kind>-<date>-<id>.<ext>`: readable (Chinese questions are romanised
-    into the slug) and unique (the debate's id)."""
-    slug = debate.topic_slug or topic_slug("", debate.question, ("debate",))
-    day = (debate.finished_at or debate.created_at or timezone.now()).date().isoformat()
-    return f"{slug}-{debate.format}-{kind}-{day}-{debate.pk}.{ext}"
-
-
 @require_GET
 def export_md(request, pk, part: str = "both"):
     """The report as Markdown, in the reader's language: the verdict and the transcript together
     (`export.md`), or one of them (`report.md`, `transcript.md`, named as the panel's archive is)."""
     debate = viewable_debate(request, pk, request.GET.get("share"))
-    body = export_markdown(debate, request.user, part)
+    body = exports.export_markdown(debate, request.user, part)
     if body is None:
         return HttpResponseBadRequest(_("This debate has no report yet."))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
-    kind = part if part in EXPORT_PARTS else "debate"  # report and transcript together
-    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "md", kind)}"'
-    return response
-
-
-EXPORT_PARTS = ("report", "transcript")
-
-
-def export_markdown(debate: Debate, user, part: str = "both") -> str | None:
-    """The Markdown export as `user` may read it (None: no report yet); the API's as well."""
-    rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
-    if rep is None:
-        return None
-    turns = list(debate.turns.all())
-    pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns)]}
-    body = inert_markdown("\n\n---\n\n".join(pieces.get(part) or pieces["report"] + pieces["transcript"]))
-    if not shows_internals(user):
-        body = redact_urls(body, _("the provider"))
-    return body
+    kind = part if part in exports.EXPORT_PARTS else "debate"  # report and transcript together
+    return exports.attachment(response, debate, "md", kind)
 
 
 @require_GET
 def export_json(request, pk):
     debate = viewable_debate(request, pk, request.GET.get("share"))
-    payload = export_payload(debate, request.user)
+    payload = exports.export_payload(debate, request.user)
     response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False, "indent": 2})
-    response["Content-Disposition"] = f'attachment; filename="{archive_name(debate, "json")}"'
-    return response
-
-
-def export_payload(debate: Debate, user) -> dict:
-    """The JSON export as `user` may read it; the API's as well."""
-    rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
-    payload = {
-        "id": debate.pk,
-        "question": debate.question,
-        "format": debate.format,
-        "status": debate.status,
-        "status_detail": debate.status_detail,
-        "options": debate.options,
-        "topic_slug": debate.topic_slug,
-        "warnings": debate.warnings,
-        "created_at": debate.created_at.isoformat(),
-        "finished_at": debate.finished_at.isoformat() if debate.finished_at else None,
-        "tokens": debate.usage(),
-        "seats": [
-            {"persona": s.persona.slug, "name": s.persona.name, "position": s.position, "model": s.model}
-            for s in debate.seats.select_related("persona")
-        ],
-        "turns": [
-            {
-                "key": t.key,
-                "round": t.round,
-                "phase": t.phase,
-                "speaker": t.speaker_slug,
-                "speaker_name": t.speaker_name,
-                "state": t.state,
-                "text": t.text,
-                "summary": t.summary,
-                "error": t.error,
-                "prompt_tokens": t.prompt_tokens,
-                "completion_tokens": t.completion_tokens,
-                "usage_estimated": t.usage_estimated,
-                "cost_usd": t.cost,
-                "model": t.model,
-                "messages": t.messages,
-                "data": t.data,
-                "history": t.history,
-            }
-            for t in debate.turns.all()
-        ],
-        "report": {
-            "verdict_markdown": rep.verdict_markdown,
-            "transcript_markdown": rep.transcript_markdown,
-            "data": rep.data,
-        }
-        if rep
-        else None,
-    }
-    payload = strip_invisible_deep(payload)
-    if not shows_internals(user):
-        payload = _without_addresses(payload, _("the provider"))
-    return payload
-
-
-def _without_addresses(value, replacement: str):
-    """Errors (turns, their earlier attempts, the status detail) without the provider's URL."""
-    if isinstance(value, dict):
-        return {
-            k: redact_urls(v, replacement)
-            if k in ("error", "status_detail") and isinstance(v, str)
-            else _without_addresses(v, replacement)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_without_addresses(v, replacement) for v in value]
-    return value
+    return exports.attachment(response, debate, "json")
 
 
 def _controlled(request, pk) -> Debate:
@@ -628,12 +524,9 @@ def share(request, pk):
     if debate.owner_id is None:
         raise Http404(_("No such debate."))
     if request.POST.get("shared") == "1":
-        debate.shared, debate.share_token = True, new_share_token()
-        debate.save(update_fields=["shared", "share_token"])
-    elif debate.shared:
-        debate.shared = False
-        debate.save(update_fields=["shared"])
-        consumers.close_shared_sockets(debate.pk)
+        sharing.share(debate)
+    else:
+        sharing.revoke(debate)
     return redirect(debate)
 
 

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import translation
 
 from agora.text import strip_invisible
-from debates import reports
+from debates import exports
 from debates.api.cursor import Cursor, Mark
 from debates.models import FINAL_STATUSES, Debate, Report, Turn
 from debates.rendering import strip_invisible_deep
@@ -95,7 +95,7 @@ def read(debate_id: int, follower: Follower, *, language: str, internals: bool) 
         if not follower.cursor.report:
             report = Report.objects.select_related("debate").filter(debate_id=debate_id).first()
             if report is not None:
-                state.report = {"verdict_markdown": reports.verdict_markdown(report), "data": report.data}
+                state.report = {"verdict_markdown": exports.verdict_markdown(report), "data": report.data}
         return state
 
 

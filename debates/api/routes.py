@@ -21,7 +21,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from agora import body_limit
 from agora.text import strip_invisible
-from debates import access, control, live_counts, reports, views
+from debates import access, control, exports, live_counts
 from debates.api import openapi, tokens
 from debates.api import stream as sse
 from debates.api.auth import BearerToken
@@ -121,7 +121,7 @@ def _summary(request, debate: Debate) -> dict:
 
 
 def _detail(request, debate: Debate) -> dict:
-    internals = views.shows_internals(request.user)
+    internals = access.shows_internals(request.user)
     report = getattr(debate, "report", None) if hasattr(debate, "report") else None
     return {
         **_summary(request, debate),
@@ -149,7 +149,7 @@ def _detail(request, debate: Debate) -> dict:
             }
             for t in debate.turns.all()
         ],
-        "report": {"verdict_markdown": reports.verdict_markdown(report), "data": strip_invisible_deep(report.data)}
+        "report": {"verdict_markdown": exports.verdict_markdown(report), "data": strip_invisible_deep(report.data)}
         if report
         else None,
     }
@@ -257,13 +257,12 @@ def resume(request, pk: int):
 )
 def export_md(request, pk: int, part: Literal["both", "report", "transcript"] = "both"):
     debate = _viewable(request.user, pk)
-    body = views.export_markdown(debate, request.user, part)
+    body = exports.export_markdown(debate, request.user, part)
     if body is None:
         raise HttpError(409, _("This debate has no report yet."))
     reply = HttpResponse(body, content_type="text/markdown; charset=utf-8")
-    kind = part if part in views.EXPORT_PARTS else "debate"
-    reply["Content-Disposition"] = f'attachment; filename="{views.archive_name(debate, "md", kind)}"'
-    return reply
+    kind = part if part in exports.EXPORT_PARTS else "debate"
+    return exports.attachment(reply, debate, "md", kind)
 
 
 @api.get(
@@ -277,9 +276,8 @@ def export_md(request, pk: int, part: Literal["both", "report", "transcript"] = 
 )
 def export_json(request, pk: int):
     debate = _viewable(request.user, pk)
-    reply = JsonResponse(views.export_payload(debate, request.user), json_dumps_params={"ensure_ascii": False})
-    reply["Content-Disposition"] = f'attachment; filename="{views.archive_name(debate, "json")}"'
-    return reply
+    reply = JsonResponse(exports.export_payload(debate, request.user), json_dumps_params={"ensure_ascii": False})
+    return exports.attachment(reply, debate, "json")
 
 
 @api.get(
@@ -307,7 +305,7 @@ async def stream(
         pk,
         resume_from,
         language=get_language(),
-        internals=views.shows_internals(request.user),
+        internals=access.shows_internals(request.user),
         slot=slot,
         still_allowed=sync_to_async(lambda: tokens.is_live(token)),
     )

@@ -2,7 +2,7 @@ from django import template
 from django.utils.translation import gettext
 
 from agora.text import strip_invisible
-from debates import reports
+from debates import exports
 from debates.engine.i18n import Text
 from debates.rendering import redact_urls, render_markdown
 
@@ -44,13 +44,13 @@ def tr(value):
 @register.filter
 def verdict_markdown(report) -> str:
     """For pages, which list the warnings themselves."""
-    return reports.verdict_markdown(report, warnings=False)
+    return exports.verdict_markdown(report, warnings=False)
 
 
 @register.filter
 def transcript_markdown(report, turns) -> str:
     """For pages, which show the ledger as a table."""
-    return reports.transcript_markdown(report, turns, ledger=False)
+    return exports.transcript_markdown(report, turns, ledger=False)
 
 
 @register.filter

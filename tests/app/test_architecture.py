@@ -109,6 +109,25 @@ def test_personas_imports_nothing_of_debates():
     assert not upwards, upwards
 
 
+def test_no_door_imports_another():
+    """The pages' views are one door among the API, the terminal and those to come: what doors
+    share (the exports, sharing, access) lives in modules of its own, so only the URL conf imports
+    the views, and only the routing the WebSocket consumer."""
+    graph = import_graph()
+    assert sorted(name for name, targets in graph.items() if "debates.views" in targets) == ["debates.urls"]
+    assert sorted(name for name, targets in graph.items() if "debates.consumers" in targets) == ["debates.routing"]
+
+
+def test_a_debates_download_is_named_in_one_place():
+    """Every door sends the same Content-Disposition for a debate's files (`exports.attachment`)."""
+    writers = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "debates").rglob("*.py")
+        if "Content-Disposition" in path.read_text(encoding="utf-8")
+    )
+    assert writers == ["debates/exports.py"], writers
+
+
 def test_the_engine_imports_no_django():
     for path in (ROOT / "debates" / "engine").rglob("*.py"):
         source = path.read_text(encoding="utf-8")

@@ -172,3 +172,24 @@ async def test_two_viewers_in_two_languages_each_read_their_own(libraries, fake_
     # The debate's words are the same for both viewers.
     spoken = await database_sync_to_async(lambda: list(debate.turns.values_list("text", flat=True)))()
     assert all(text.split("] ", 1)[-1][:10] in english and text.split("] ", 1)[-1][:10] in chinese for text in spoken)
+
+
+async def test_revoking_a_share_link_closes_only_the_sockets_opened_through_it(libraries, viewer, alice):
+    """The owner's Share form revokes (`debates.sharing`): the visitor who came by the link is
+    closed with 4403 at once; the owner's own live view stays open."""
+    client, owner_headers = viewer
+    debate = await _create(alice)
+    assert (await sync_to_async(client.post)(f"/debates/{debate.pk}/share/", {"shared": "1"})).status_code == 302
+    await debate.arefresh_from_db()
+    owner = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/", headers=owner_headers)
+    visitor = WebsocketCommunicator(
+        application, f"/ws/debates/{debate.pk}/?share={debate.share_token}", headers=[(b"origin", b"http://127.0.0.1")]
+    )
+    for communicator in (owner, visitor):
+        assert (await communicator.connect())[0]
+        while not await communicator.receive_nothing(timeout=0.2):  # its catch-up, if any
+            await communicator.receive_from()
+    assert (await sync_to_async(client.post)(f"/debates/{debate.pk}/share/", {"shared": "0"})).status_code == 302
+    assert await visitor.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    assert await owner.receive_nothing(timeout=0.5)
+    await owner.disconnect()

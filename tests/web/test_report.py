@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import translation
 
 from debates import charts, runner
+from debates.api import tokens
 from debates.forms import create_debate
 from debates.models import Debate
 
@@ -85,6 +86,20 @@ async def test_download_names_are_readable_and_unique(libraries, fast_llm, alice
             names.add(headers["Content-Disposition"])
     assert len(names) == 8, names
     assert all("nian-fo-yu-can-chan-na" in name for name in names)
+
+
+async def test_the_page_and_the_api_name_a_download_alike(libraries, fast_llm, alice):
+    """One Content-Disposition for every door (`exports.attachment`): the page's and the API's
+    downloads of one debate carry the same name."""
+    debate = await run(alice, {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel", "rounds": "1"})
+    _row, token = await sync_to_async(tokens.issue)(alice, "exports")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    for path, query in (("export.md", ""), ("export.md", "?part=transcript"), ("export.json", "")):
+        _, page = await get(alice, f"/debates/{debate.pk}/{path.replace('export', 'transcript') if query else path}")
+        reply = await sync_to_async(api.get)(f"/api/v1/debates/{debate.pk}/{path}{query}")
+        assert reply.status_code == 200, path
+        assert reply.headers["Content-Disposition"] == page["Content-Disposition"], (path, query)
+        assert page["Content-Disposition"].startswith('attachment; filename="nian-fo-yu-can-chan-na-duel-')
 
 
 @pytest.fixture

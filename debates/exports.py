@@ -1,0 +1,160 @@
+"""What a debate gives away as files, and how its report reads, for every door: the pages
+(`views.export_md`, `views.export_json`, the report page's template tags), the JSON API
+(`api/routes.py`) and the terminal (`manage.py debate`), and the doors still to come.
+
+- The report as a reader sees it: its Markdown rendered in the reader's language (headings, notes,
+  warnings) from the report's data; the debate's own words stay as spoken (`verdict_markdown`,
+  `transcript_markdown`).
+- The exports as a user may read them: Markdown (`export_markdown`) and JSON (`export_payload`),
+  provider addresses redacted for everyone but staff (`access.shows_internals`).
+- Their file names (`archive_name`) and the one `Content-Disposition` every door sends
+  (`attachment`).
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
+
+from debates.access import shows_internals
+from debates.engine.report import render_transcript, render_verdict
+from debates.engine.text import topic_slug
+from debates.models import Debate
+from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
+
+# -- the report as a reader sees it ----------------------------------------------------------
+
+
+def _has_sections(report) -> bool:
+    return bool(report and isinstance(report.data, dict) and "sections" in report.data)
+
+
+def verdict_markdown(report, *, warnings: bool = True) -> str:
+    """The report's verdict in the viewer's language (its headings and notes; the debate's own
+    words stay as spoken). Reports from before sections were data keep their stored Markdown.
+    Pages list the warnings themselves (`warnings=False`); files carry them."""
+    if not _has_sections(report):
+        return report.verdict_markdown if report else ""
+    return render_verdict(report.debate.question, report.data, _, warnings=warnings)
+
+
+def transcript_markdown(report, turns, *, ledger: bool = True) -> str:
+    if not _has_sections(report):
+        return report.transcript_markdown if report else ""
+    rows = report_turns(report, turns)
+    return render_transcript(report.debate.question, report.data, rows, _, ledger=ledger)
+
+
+def report_turns(report, turns) -> list[dict]:
+    """The report's turns (in its order) with their text, from the debate's rows; a regenerated
+    or retried turn carries its earlier attempts (every attempt is in the exports)."""
+    rows = {t.key: t for t in turns if not isinstance(t, dict)}
+    out = []
+    for t in report.data.get("turns", []):
+        row = rows.get(t["key"])
+        earlier = [h for h in (row.history if row else []) if h.get("text")]
+        out.append({**t, "text": row.text if row else "", "earlier": [h["text"] for h in earlier]})
+    return out
+
+
+# -- the exports ---------------------------------------------------------------------------------
+
+
+def archive_name(debate: Debate, ext: str, kind: str = "debate") -> str:
+    """`<topic-slug>-<format>-<kind>-<date>-<id>.<ext>`: readable (Chinese questions are romanised
+    into the slug) and unique (the debate's id)."""
+    slug = debate.topic_slug or topic_slug("", debate.question, ("debate",))
+    day = (debate.finished_at or debate.created_at or timezone.now()).date().isoformat()
+    return f"{slug}-{debate.format}-{kind}-{day}-{debate.pk}.{ext}"
+
+
+def attachment(response, debate: Debate, ext: str, kind: str = "debate"):
+    """`response` as a download named `archive_name(debate, ext, kind)` (one header for every door)."""
+    response["Content-Disposition"] = content_disposition_header(True, archive_name(debate, ext, kind))
+    return response
+
+
+EXPORT_PARTS = ("report", "transcript")
+
+
+def export_markdown(debate: Debate, user, part: str = "both") -> str | None:
+    """The Markdown export as `user` may read it (None: no report yet); the API's as well."""
+    rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
+    if rep is None:
+        return None
+    turns = list(debate.turns.all())
+    pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns)]}
+    body = inert_markdown("\n\n---\n\n".join(pieces.get(part) or pieces["report"] + pieces["transcript"]))
+    if not shows_internals(user):
+        body = redact_urls(body, _("the provider"))
+    return body
+
+
+def export_payload(debate: Debate, user) -> dict:
+    """The JSON export as `user` may read it; the API's as well."""
+    rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
+    payload = {
+        "id": debate.pk,
+        "question": debate.question,
+        "format": debate.format,
+        "status": debate.status,
+        "status_detail": debate.status_detail,
+        "options": debate.options,
+        "topic_slug": debate.topic_slug,
+        "warnings": debate.warnings,
+        "created_at": debate.created_at.isoformat(),
+        "finished_at": debate.finished_at.isoformat() if debate.finished_at else None,
+        "tokens": debate.usage(),
+        "seats": [
+            {"persona": s.persona.slug, "name": s.persona.name, "position": s.position, "model": s.model}
+            for s in debate.seats.select_related("persona")
+        ],
+        "turns": [
+            {
+                "key": t.key,
+                "round": t.round,
+                "phase": t.phase,
+                "speaker": t.speaker_slug,
+                "speaker_name": t.speaker_name,
+                "state": t.state,
+                "text": t.text,
+                "summary": t.summary,
+                "error": t.error,
+                "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens,
+                "usage_estimated": t.usage_estimated,
+                "cost_usd": t.cost,
+                "model": t.model,
+                "messages": t.messages,
+                "data": t.data,
+                "history": t.history,
+            }
+            for t in debate.turns.all()
+        ],
+        "report": {
+            "verdict_markdown": rep.verdict_markdown,
+            "transcript_markdown": rep.transcript_markdown,
+            "data": rep.data,
+        }
+        if rep
+        else None,
+    }
+    payload = strip_invisible_deep(payload)
+    if not shows_internals(user):
+        payload = _without_addresses(payload, _("the provider"))
+    return payload
+
+
+def _without_addresses(value, replacement: str):
+    """Errors (turns, their earlier attempts, the status detail) without the provider's URL."""
+    if isinstance(value, dict):
+        return {
+            k: redact_urls(v, replacement)
+            if k in ("error", "status_detail") and isinstance(v, str)
+            else _without_addresses(v, replacement)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_without_addresses(v, replacement) for v in value]
+    return value
