@@ -49,9 +49,11 @@ class Participant:
         return self.seat.persona
 
 
-def validate_manifests(seats: list[SeatSpec]) -> tuple[list[SeatSpec], list[str], list[str]]:
-    """Key fields must exist (name, description, schema type, density score): missing → dropped.
-    A density in [0, 6) or -1 is a low-density warning. Returns (kept, dropped reasons, warnings)."""
+def screen_seats(seats: list[SeatSpec]) -> tuple[list[SeatSpec], list[str], list[str]]:
+    """The seats this format can run with: a persona missing a key field (name, description,
+    schema type, density score) is dropped; a density in [0, 6) or -1 is a low-density warning.
+    Returns (kept, dropped reasons, warnings). (Not the manifest validator, which checks a library
+    file before import: `personas.manifest.validation`.)"""
     kept, dropped, warnings = [], [], []
     for seat in seats:
         p = seat.persona
@@ -170,7 +172,7 @@ async def _run(ctx: DebateContext) -> str:
         )
     mode = chosen.name
     seats = [s for s in spec.seats if s.persona.kind == "debater"] or recommended_seats(spec.question, library.pool)
-    kept, dropped, low_density = validate_manifests(seats)
+    kept, dropped, low_density = screen_seats(seats)
     for reason in dropped:
         await ctx.warn(
             "manifest_dropped",

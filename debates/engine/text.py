@@ -164,11 +164,3 @@ def topic_slug(candidate: str, question: str, fallback_words: tuple[str, ...] = 
         while len(words) < 3:
             words.append("topic")
     return "-".join(words[:6])
-
-
-def contains_any(text: str, needles: tuple[str, ...]) -> str | None:
-    low = text.lower()
-    for needle in needles:
-        if needle.lower() in low:
-            return needle
-    return None

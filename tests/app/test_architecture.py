@@ -1,6 +1,7 @@
-"""The shape of the code: no import cycle among the project's modules, the engine free of Django,
-no branch on a format's name outside the format modules and their registry, and no front door
-that writes a format's option down itself."""
+"""The shape of the code: no import cycle among the project's modules (counting every import),
+personas below debates, the engine, the providers and search free of Django, no door importing
+another, no branch on a format's name outside the format modules and their registry, and no front
+door that writes a format's option down itself."""
 
 from __future__ import annotations
 
@@ -128,10 +129,48 @@ def test_a_debates_download_is_named_in_one_place():
     assert writers == ["debates/exports.py"], writers
 
 
-def test_the_engine_imports_no_django():
-    for path in (ROOT / "debates" / "engine").rglob("*.py"):
-        source = path.read_text(encoding="utf-8")
-        assert not re.search(r"^\s*(from|import) (django|channels|debates\.(models|views|runner))", source, re.M), path
+# Plain async Python, testable and reusable without a Django project: settings and rows reach them
+# as arguments. They import one another and the standard library or their own third-party
+# clients (openai, httpx2, trafilatura…), never Django, Channels or the web app's modules.
+DJANGO_FREE = ("debates/engine", "debates/providers", "debates/search")
+WEB_SIDE = ("django", "channels", "asgiref", "ninja", "django_htmx", "django_tasks", "daphne", "agora", "personas")
+
+
+def web_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import of the web side, wherever it is written (a function, a
+    `try`, `if TYPE_CHECKING:`): Django and its kin, and any project module outside DJANGO_FREE."""
+    found = []
+    free = tuple(package.replace("/", ".") for package in DJANGO_FREE)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+            if node.module == "debates":  # `from debates import models`
+                names = [f"debates.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top in WEB_SIDE or (top == "debates" and name != "debates" and not name.startswith(free)):
+                found.append((node.lineno, name))
+    return found
+
+
+def test_the_django_free_guard_sees_an_import_inside_a_function():
+    source = "def f():\n    from django.conf import settings\n    from debates import models\n"
+    source += "    import debates.runner\n"
+    assert [name for _line, name in web_imports(source)] == ["django.conf", "debates.models", "debates.runner"]
+    assert web_imports("from debates.engine import text\nfrom debates.search.errors import SearchError\n") == []
+
+
+def test_the_engine_providers_and_search_import_no_django():
+    offenders = []
+    for package in DJANGO_FREE:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for line, name in web_imports(path.read_text(encoding="utf-8")):
+                offenders.append(f"{path.relative_to(ROOT).as_posix()}:{line}: {name}")
+    assert not offenders, offenders
 
 
 def test_no_format_name_branches_outside_the_format_modules():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from debates.engine import events as ev
-from debates.engine.moderated import CUT_MARK, VERDICT_FORM, enforce_verdict_form, recommend, validate_manifests
+from debates.engine.moderated import CUT_MARK, VERDICT_FORM, enforce_verdict_form, recommend, screen_seats
 from debates.engine.spec import SeatSpec
 from testkit.fake_llm import FakeLLM
 
@@ -66,7 +66,7 @@ def order(run) -> list[str]:
 # -- manifests and aborts -------------------------------------------------------------------------
 
 
-def test_manifest_validation_drops_incomplete_and_warns_low_density():
+def test_screening_the_seats_drops_incomplete_personas_and_warns_low_density():
     seats = [
         SeatSpec(JOBS),
         SeatSpec(manifest("no-schema", "缺类型", schema="")),
@@ -78,7 +78,7 @@ def test_manifest_validation_drops_incomplete_and_warns_low_density():
         SeatSpec(manifest("six", "六分", density=6.0)),
         SeatSpec(manifest("negative", "负五", density=-5)),
     ]
-    kept, dropped, warnings = validate_manifests(seats)
+    kept, dropped, warnings = screen_seats(seats)
 
     assert [s.persona.slug for s in kept] == ["steve-jobs", "thin", "unknown", "zero", "six", "negative"]
     assert dropped == [
