@@ -17,6 +17,7 @@ that give one option name different kinds (one form field, one API field, one fl
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,8 +109,10 @@ def _default(field: dataclasses.Field) -> Any:
     return None
 
 
+@functools.cache
 def describe(options_class: type) -> dict[str, Option]:
-    """Every option of an `Options` dataclass, by name, in declaration order."""
+    """Every option of an `Options` dataclass, by name, in declaration order (read once per
+    class: every form, API call and flag list asks)."""
     described = {}
     missing = []
     for field in dataclasses.fields(options_class):
