@@ -129,7 +129,9 @@ class FakeLLM(LLMClient):
 
     # -- the client -------------------------------------------------------------------------------
 
-    def stream(self, messages, *, max_tokens=None, stop=None, temperature=None, extra=None, key=None) -> ChatStream:
+    def stream(
+        self, messages, *, max_tokens=None, stop=None, temperature=None, extra=None, key=None, on_thinking=None
+    ) -> ChatStream:
         call = Call(key, list(messages), max_tokens, list(stop) if stop else None, dict(extra) if extra else None)
         self.calls.append(call)
         completion = Completion()

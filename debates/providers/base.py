@@ -8,11 +8,12 @@ No Django imports here: the engine must run without the web layer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+ThinkingCallback = Callable[[str], None]  # called synchronously with each piece of thinking
 
 
 class ProviderError(Exception):
@@ -59,7 +60,13 @@ class BadResponse(ProviderError):
 @dataclass
 class Completion:
     """What one call produced. Token counts come from the server's usage when it sends them;
-    otherwise they are estimated and `usage_estimated` says so."""
+    otherwise they are estimated and `usage_estimated` says so.
+
+    `thinking` is a reasoning model's thinking (`delta.reasoning_content`, `delta.reasoning`, or
+    `<think>...</think>` split out of the content): never part of `text`. `completion_tokens`
+    keeps the server's meaning and includes the thinking's tokens; `reasoning_tokens` says how
+    many of them were thinking (the server's `completion_tokens_details.reasoning_tokens`, else
+    estimated from `thinking`)."""
 
     text: str = ""
     prompt_tokens: int = 0
@@ -67,6 +74,8 @@ class Completion:
     usage_estimated: bool = False
     finish_reason: str | None = None
     attempts: int = 1
+    thinking: str = ""
+    reasoning_tokens: int = 0
 
 
 @dataclass
@@ -149,9 +158,14 @@ class LLMClient:
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
         key: str | None = None,
+        on_thinking: ThinkingCallback | None = None,
     ) -> ChatStream:
         """Stream one reply. `extra` goes into the request body as is (e.g. a server's `grammar`);
-        `key` names the turn the call serves (for logs, and for fakes scripted by turn)."""
+        `key` names the turn the call serves (for logs, and for fakes scripted by turn).
+
+        The stream yields only answer text. A reasoning model's thinking goes, piece by piece as
+        it streams, to `on_thinking` (called synchronously; providers that cannot think accept the
+        keyword and never call it), and all of it to `completion.thinking`."""
         raise NotImplementedError
 
     def describe(self) -> str:

@@ -29,7 +29,7 @@ import random
 import re
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -48,6 +48,7 @@ from .base import (
     ProviderUnavailable,
     RateLimited,
     ServerError,
+    ThinkingCallback,
     estimate_messages_tokens,
     estimate_tokens,
 )
@@ -156,6 +157,9 @@ class OpenAICompatibleClient(LLMClient):
         context_window: int | None = None,
         key_env: str = "OPENAI_API_KEY",
         model_env: str = "AGORA_MODEL",
+        reasoning_effort: str | None = None,
+        learnt: dict[str, str | None] | None = None,
+        on_learn: Callable[[dict[str, str | None]], None] | None = None,
     ) -> None:
         super().__init__()
         self.base_url = base_url.rstrip("/")
@@ -173,6 +177,9 @@ class OpenAICompatibleClient(LLMClient):
         self.context_window = context_window
         self.key_env = key_env
         self.model_env = model_env
+        self.reasoning_effort = reasoning_effort or None
+        self.learnt: dict[str, str | None] = dict(learnt or {})
+        self.on_learn = on_learn
         self.__api_key = api_key or ""
 
     def __repr__(self) -> str:
@@ -214,6 +221,7 @@ class OpenAICompatibleClient(LLMClient):
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
         key: str | None = None,
+        on_thinking: ThinkingCallback | None = None,
     ) -> ChatStream:
         params: dict[str, Any] = {"model": self.model, "messages": list(messages), "stream": True}
         if self.streams_usage:
