@@ -52,6 +52,7 @@ except ImportError:  # a pypdf that moved it: count every page's content, which 
 
 
 from debates.engine import i18n
+from debates.engine.evidence import EXCERPT_LIMIT, chunks
 from debates.engine.i18n import gettext_noop, verbatim
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -68,7 +69,7 @@ MAX_UNZIPPED = 50 * 1024 * 1024  # a real .docx is mostly XML and compresses ~10
 # page that points at one shared 3 MB stream, 300 times over, is not: 8 MB is ~10 s at most.
 MAX_PDF_CONTENT = 8 * 1024 * 1024
 _INFLATE_CHUNK = 64 * 1024  # a zip member is inflated this much at a time while its real size is counted
-SECTION_CHARS = 1_500  # a run of paragraphs short enough to quote as one source
+SECTION_CHARS = EXCERPT_LIMIT  # a run of paragraphs short enough to quote as one source (`evidence.chunks`)
 _MB = 1024 * 1024
 _SNIFF = 8192
 
@@ -79,11 +80,8 @@ _INVISIBLE = "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 _JUNK = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 _LINE_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x85\u2028\u2029]")
 _BLANK_RUNS = re.compile(r"\n{3,}")
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MD_HEADING_START = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
 _MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_SPACES = re.compile(r"\s*")  # what str.lstrip() takes off
-_SENTENCE_END = re.compile(r"[。！？；]|[.!?;](?=\s)")  # "3.5" is not a sentence end
 
 
 class DocumentError(ValueError):
@@ -226,7 +224,7 @@ def _decode(name: str, data: bytes) -> str:
 
 
 def _read_txt(name: str, data: bytes) -> _Sections:
-    return _numbered(_chunks(normalise(_decode(name, data)))), False
+    return _numbered(chunks(normalise(_decode(name, data)))), False
 
 
 def _read_md(name: str, data: bytes) -> _Sections:
@@ -514,7 +512,7 @@ def _labelled(parts: Iterable[tuple[str | None, str]]) -> list[tuple[str, str]]:
         text = normalise(text)
         label = " ".join((label or "").split())[:MAX_NAME]
         if not label:  # the preamble, or a heading with no words ("#" alone)
-            runs = _numbered(_chunks(text), start=numbered + 1)
+            runs = _numbered(chunks(text), start=numbered + 1)
             numbered += len(runs)
             sections.extend(runs)
         elif text:
@@ -522,64 +520,8 @@ def _labelled(parts: Iterable[tuple[str | None, str]]) -> list[tuple[str, str]]:
     return sections
 
 
-def _numbered(chunks: Iterable[str], start: int = 1) -> list[tuple[str, str]]:
-    return [(f"§{number}", chunk) for number, chunk in enumerate(chunks, start)]
-
-
-def _chunks(text: str, limit: int = SECTION_CHARS) -> list[str]:
-    """Paragraphs packed into runs of at most `limit` characters; a longer paragraph is cut at line
-    ends, then sentence ends, then spaces, and only as a last resort mid-word."""
-    chunks: list[str] = []
-    current = ""
-    for paragraph in _PARAGRAPH_BREAK.split(text):
-        paragraph = paragraph.strip()
-        if not paragraph:
-            continue
-        pieces = [paragraph] if len(paragraph) <= limit else _split(paragraph, limit)
-        for piece in pieces:
-            if current and len(current) + 2 + len(piece) > limit:
-                chunks.append(current)
-                current = ""
-            current = f"{current}\n\n{piece}" if current else piece
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _split(paragraph: str, limit: int) -> list[str]:
-    pieces: list[str] = []
-    current = ""
-    for line in paragraph.split("\n"):
-        # Walked with an offset: cutting the rest of the line off each time copied it once per piece
-        # (a 5 MB line: 3,500 copies of up to 5 MB).
-        start = 0
-        while len(line) - start > limit:
-            head = line[start : start + limit]
-            cut = _cut_at(head)
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(head[:cut].rstrip())
-            start = _SPACES.match(line, start + cut).end()
-        line = line[start:]
-        if current and len(current) + 1 + len(line) > limit:
-            pieces.append(current)
-            current = ""
-        current = f"{current}\n{line}" if current else line
-    if current:
-        pieces.append(current)
-    return [piece for piece in pieces if piece]
-
-
-def _cut_at(head: str) -> int:
-    """Where to end a piece that cannot hold all of `head`: the last sentence end, else the last space,
-    in its second half (a cut earlier makes tiny pieces), else the end of `head`, mid-word."""
-    half = len(head) // 2
-    ends = [match.end() for match in _SENTENCE_END.finditer(head, half)]
-    if ends:
-        return ends[-1]
-    space = head.rfind(" ", half)
-    return space + 1 if space > 0 else len(head)
+def _numbered(pieces: Iterable[str], start: int = 1) -> list[tuple[str, str]]:
+    return [(f"§{number}", piece) for number, piece in enumerate(pieces, start)]
 
 
 def _cap(sections: list[Section], limit: int) -> tuple[list[Section], bool]:

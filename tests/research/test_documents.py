@@ -21,6 +21,7 @@ from debates.documents import (
     extract,
     extract_all,
 )
+from debates.engine.evidence import chunks, pack_from_options
 from testkit.documents import make_docx, make_pdf
 
 
@@ -231,6 +232,29 @@ def test_txt_paragraph_longer_than_a_section_is_cut_at_sentences():
     assert all(len(section.text) <= SECTION_CHARS for section in document.sections)
     assert all(section.text.endswith("。") for section in document.sections)
     assert "".join(section.text for section in document.sections) == sentence * 200
+
+
+def test_pasted_or_uploaded_the_same_text_is_cut_the_same_way():
+    """One chunker (`evidence.chunks`) for documents' sections and the pack's sources: a long
+    paragraph with no line break is cut after a sentence, never mid-word, whether it is pasted as
+    material or uploaded as a .txt, and every piece is the text as written."""
+    sentences = [f"Claim {i} holds because the figures for year {2000 + i} say so." for i in range(80)]
+    text = " ".join(sentences)  # ~4,800 characters, one line
+    document = extract("claims.txt", text.encode())
+    pasted = [source.excerpt for source in pack_from_options(text, []).sources]
+    uploaded = [section.text for section in document.sections]
+    assert pasted == uploaded and len(uploaded) > 1
+    assert all(len(piece) <= SECTION_CHARS and piece.endswith("so.") and piece in text for piece in uploaded)
+    assert " ".join(uploaded) == text
+
+
+def test_a_heading_part_longer_than_a_source_is_cut_by_the_same_chunker():
+    body = "\n\n".join(f"Paragraph {i}. " + "evidence " * 60 for i in range(6))
+    document = extract("notes.md", f"# Findings\n\n{body}".encode())
+    assert labels(document) == ["Findings"]  # a heading's part stays whole in the document…
+    sources = pack_from_options("", [documents.as_option(document)]).sources
+    assert [s.title for s in sources] == [f"notes.md · Findings ({n}/3)" for n in (1, 2, 3)]  # …and the pack cuts it
+    assert [s.excerpt for s in sources] == chunks(document.sections[0].text)
 
 
 # -- refusals -------------------------------------------------------------------------------------
