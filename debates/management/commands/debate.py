@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import translation
 
-from debates import admission, options, reports, runner, running_limit
+from debates import admission, exports, options, runner, running_limit
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
@@ -183,6 +183,6 @@ class Command(BaseCommand):
         self.stdout.write(f"\n\n结果 outcome: {outcome} {debate.status_detail}\n")
         if report is not None:
             with translation.override(opts["language"] or question_language(debate.question)):
-                self.stdout.write("\n" + reports.verdict_markdown(report) + "\n")
+                self.stdout.write("\n" + exports.verdict_markdown(report) + "\n")
         if outcome not in ("done",):
             raise CommandError(f"the debate ended as {outcome}: {debate.status_detail}")
