@@ -26,6 +26,22 @@ What a request gets, in order of precedence:
      one per chat request. A Reply may itself carry a fault.
   4. `default_reply(request_json)`: deterministic text derived from the messages.
 
+Reasoning servers (issue 26), switched on per server or per reply:
+  `openai_reasoning=True` (or a list of model ids): those models refuse `max_tokens`, a
+     `temperature` but 1, `top_p` and `stop` with OpenAI's documented 400 bodies (`param`,
+     `code: unsupported_parameter` / `unsupported_value`), and count their thinking in
+     `max_completion_tokens`; `refuses=[...]` refuses any other parameter the same way.
+  `Reply(thinking="...")` thinks before it answers, streamed as `thinking_as` says (the reply's,
+     else the server's): "reasoning_content" (DeepSeek, vLLM, llama.cpp), "reasoning"
+     (OpenRouter, Ollama), "tags" (`<think>...</think>` in the content), "open" (the prompt
+     opened the thinking: only `</think>` comes), or "hidden" (OpenAI: nothing streamed, only
+     counted); the usage then carries `completion_tokens_details.reasoning_tokens`. The thinking
+     counts against the request's token limit: a limit it uses up ends the reply with
+     `finish_reason: length` and no answer. `Reply(chunks=[...])` streams the content in exactly
+     those pieces (tags split across chunks).
+  `sse_comments=True` sends `: OPENROUTER PROCESSING` comment lines; `azure_filters=True` opens
+     the stream with Azure's `prompt_filter_results` chunk (empty `choices`).
+
 Token timing (for token-to-viewer latency benchmarks): every streamed chunk carries an extra
 field `"agora_sent_at"`, the server's `time.monotonic()` when the chunk was handed to the socket,
 and the same times are kept in `RecordedRequest.token_times`. CLOCK_MONOTONIC is system-wide on
@@ -58,6 +74,7 @@ __all__ = [
     "Reply",
     "default_reply",
     "max_overlap",
+    "refusal",
     "tokenize",
 ]
 
@@ -187,6 +204,36 @@ class Reply:
     completion_tokens: int | None = None
     token_delay: float | None = None
     first_token_delay: float = 0.0
+    thinking: str | None = None
+    thinking_as: str | None = None
+    reasoning_tokens: int | None = None
+    chunks: list[str] | None = None
+
+
+THINKING_STYLES = ("reasoning_content", "reasoning", "tags", "open", "hidden")
+
+# OpenAI's reasoning models refuse these, in this order, one per 400 (what the API reference and
+# its error bodies say: `param` names it, `code` says whether the parameter or its value).
+OPENAI_REASONING_REFUSES = ("max_tokens", "temperature", "top_p", "stop")
+
+
+def refusal(param: str, value: Any = None) -> dict[str, Any]:
+    """OpenAI's 400 body for a parameter (or value) the model does not take."""
+    if param == "max_tokens":
+        message = (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        )
+        code = "unsupported_parameter"
+    elif param in ("temperature", "top_p") and value is not None:
+        message = (
+            f"Unsupported value: '{param}' does not support {value} with this model. "
+            "Only the default (1) value is supported."
+        )
+        code = "unsupported_value"
+    else:
+        message = f"Unsupported parameter: '{param}' is not supported with this model."
+        code = "unsupported_parameter"
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
 
 
 ScriptFn = Callable[[dict[str, Any]], "Reply | str | None"]
@@ -270,6 +317,7 @@ class RecordedRequest:
     bearer_sha256: str = ""
     tokens: list[str] = field(default_factory=list)
     token_times: list[float] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)  # pieces streamed as reasoning fields
 
     @property
     def duration(self) -> float | None:
@@ -339,6 +387,7 @@ class FakeOpenAIServer:
       api_key:      if set, requests must carry `Authorization: Bearer <api_key>` or get 401.
       models:       if set, requests for other models get 404 `model_not_found`.
       send_usage:   False to ignore `stream_options.include_usage` (like some local servers).
+      openai_reasoning, refuses, thinking_as, sse_comments, azure_filters: see the module docstring.
     """
 
     def __init__(
@@ -351,6 +400,11 @@ class FakeOpenAIServer:
         send_usage: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
+        openai_reasoning: bool | Iterable[str] = False,
+        refuses: Iterable[str] = (),
+        thinking_as: str = "reasoning_content",
+        sse_comments: bool = False,
+        azure_filters: bool = False,
     ) -> None:
         self.script: ScriptFn | list[Reply | str] | None = (
             script if script is None or callable(script) else list(script)
@@ -361,6 +415,13 @@ class FakeOpenAIServer:
         self.send_usage = send_usage
         self.host = host
         self.port = port
+        self.openai_reasoning = openai_reasoning if isinstance(openai_reasoning, bool) else set(openai_reasoning)
+        self.refuses = list(refuses)
+        if thinking_as not in THINKING_STYLES:
+            raise ValueError(f"thinking_as must be one of {THINKING_STYLES}")
+        self.thinking_as = thinking_as
+        self.sse_comments = sse_comments
+        self.azure_filters = azure_filters
         self._lock = threading.Lock()
         self._rules: list[_FaultRule] = []
         self._requests: list[RecordedRequest] = []
@@ -581,6 +642,9 @@ class FakeOpenAIServer:
                 "invalid_request_error",
                 "model_not_found",
             )
+        refused = self.refused(body)
+        if refused is not None:
+            return await out.json(400, refused)
         try:
             reply = self._pick_reply(body)
         except Exception as exc:  # a broken script should fail loudly, not hang the test
@@ -600,6 +664,26 @@ class FakeOpenAIServer:
         if body.get("stream"):
             return await plan.stream(out, reader)
         return await plan.respond(out, reader)
+
+    def reasons(self, model: str) -> bool:
+        """Whether `model` behaves as one of OpenAI's reasoning models here."""
+        chosen = self.openai_reasoning
+        return chosen if isinstance(chosen, bool) else model in chosen
+
+    def refused(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """OpenAI's 400 body for the first parameter of the request this model does not take."""
+        if self.reasons(str(body.get("model", ""))):
+            for param in OPENAI_REASONING_REFUSES:
+                value = body.get(param)
+                if value is None:
+                    continue
+                if param in ("temperature", "top_p") and value == 1:
+                    continue  # the default is accepted
+                return refusal(param, value if param in ("temperature", "top_p") else None)
+        for param in self.refuses:
+            if body.get(param) is not None:
+                return refusal(param)
+        return None
 
     def _pick_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -715,6 +799,11 @@ class _Responder:
         payload = f"data: {data}\n\n".encode()
         await self._write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
 
+    async def comment(self, text: str) -> None:
+        """An SSE comment line (OpenRouter's keep-alive), which clients must skip."""
+        payload = f": {text}\n\n".encode()
+        await self._write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+
     async def end_stream(self) -> None:
         await self._write(b"0\r\n\r\n")
 
@@ -735,6 +824,8 @@ class _Plan:
     finish_reason: str
     fault: Fault | None
     cid: str
+    thinking: list[str] = field(default_factory=list)
+    style: str = "reasoning_content"
 
     @classmethod
     def make(cls, server: FakeOpenAIServer, body: dict[str, Any], reply: Reply) -> _Plan:
@@ -745,6 +836,8 @@ class _Plan:
             tokens = (base * (fault.tokens // max(1, len(base)) + 1))[: fault.tokens]
         elif fault and fault.kind == "empty":
             tokens = []
+        elif reply.chunks is not None:
+            tokens = list(reply.chunks)
         else:
             tokens = tokenize(text)
         finish = reply.finish_reason
@@ -754,17 +847,27 @@ class _Plan:
         cut = min((joined.find(s) for s in stops if s and s in joined), default=-1)
         if cut >= 0:
             tokens, finish = tokenize(joined[:cut]), "stop"
+        style = reply.thinking_as or server.thinking_as
+        thinking = tokenize(reply.thinking) if reply.thinking else []
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
-        if isinstance(limit, int) and len(tokens) > limit and not (fault and fault.kind == "flood"):
-            tokens, finish = tokens[:limit], "length"
+        if isinstance(limit, int) and thinking and len(thinking) >= limit:
+            thinking, tokens, finish = thinking[:limit], [], "length"  # the thinking ate the budget
+            closed = False
+        else:
+            closed = True
+            if isinstance(limit, int) and len(thinking) + len(tokens) > limit and not (fault and fault.kind == "flood"):
+                tokens, finish = tokens[: limit - len(thinking)], "length"
+        if thinking and style in ("tags", "open"):
+            opened = ["<think>"] if style == "tags" else []
+            tokens = [*opened, *thinking, *(["</think>", "\n\n"] if closed else []), *tokens]
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
-        return cls(server, body, reply, tokens, finish, fault, f"chatcmpl-fake{digest}")
+        return cls(server, body, reply, tokens, finish, fault, f"chatcmpl-fake{digest}", thinking, style)
 
     @property
     def delay(self) -> float:
         return self.reply.token_delay if self.reply.token_delay is not None else self.server.token_delay
 
-    def _usage(self, sent: int) -> dict[str, int]:
+    def _usage(self, sent: int) -> dict[str, Any]:
         prompt = self.reply.prompt_tokens
         if prompt is None:
             prompt = estimate_messages_tokens(
@@ -773,8 +876,20 @@ class _Plan:
                     for m in self.body.get("messages") or []
                 ]
             )
-        completion = self.reply.completion_tokens if self.reply.completion_tokens is not None else sent
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        reasoning = self.reply.reasoning_tokens if self.reply.reasoning_tokens is not None else len(self.thinking)
+        fields = self.style in ("reasoning_content", "reasoning", "hidden")
+        # Thinking in the content is already among the `sent` tokens; in its own field it is not.
+        completion = self.reply.completion_tokens
+        if completion is None:
+            completion = sent + (len(self.thinking) if fields else 0)
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if self.thinking or self.reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return usage
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None, *, usage: bool, choices: bool = True) -> str:
         chunk: dict[str, Any] = {
@@ -798,7 +913,38 @@ class _Plan:
         strike_at = fault.after if fault and fault.kind in ("hang", "disconnect", "malformed") else None
 
         await out.start_stream()
+        if self.server.sse_comments:
+            await out.comment("OPENROUTER PROCESSING")
+        if self.server.azure_filters:
+            await out.event(
+                json.dumps(
+                    {
+                        "choices": [],
+                        "created": 0,
+                        "id": "",
+                        "model": "",
+                        "object": "",
+                        "prompt_filter_results": [
+                            {
+                                "prompt_index": 0,
+                                "content_filter_results": {"hate": {"filtered": False, "severity": "safe"}},
+                            }
+                        ],
+                    }
+                )
+            )
         await out.event(self._chunk({"role": "assistant", "content": "", "refusal": None}, usage=usage))
+        if self.style in ("reasoning_content", "reasoning"):
+            for i, piece in enumerate(self.thinking):
+                if i and self.delay:
+                    await asyncio.sleep(self.delay)
+                delta = {"content": None, "reasoning_content": piece}
+                if self.style == "reasoning":  # OpenRouter / Ollama: an empty content beside it
+                    delta = {"content": "", "reasoning": piece}
+                await out.event(self._chunk(delta, usage=usage))
+                record.thinking.append(piece)
+        if self.server.sse_comments:
+            await out.comment("OPENROUTER PROCESSING")
         if fault and fault.kind == "trickle":
             while True:  # ends when the client leaves (the write fails) or the server stops
                 await asyncio.sleep(fault.interval)
@@ -851,6 +997,12 @@ class _Plan:
         await out.close()
         return False
 
+    def _message(self, text: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if self.thinking and self.style in ("reasoning_content", "reasoning"):
+            message[self.style] = "".join(self.thinking)
+        return message
+
     async def respond(self, out: _Responder, reader: asyncio.StreamReader) -> bool:
         """A non-streaming answer: the whole text after `token_delay * tokens` seconds."""
         fault = self.fault
@@ -879,7 +1031,7 @@ class _Plan:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text, "refusal": None},
+                        "message": self._message(text),
                         "logprobs": None,
                         "finish_reason": self.finish_reason,
                     }
@@ -899,9 +1051,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--fault", action="append", default=[], help="apply to every request, e.g. 429:1, hang, disconnect:3"
     )
+    parser.add_argument(
+        "--openai-reasoning", action="store_true", help="refuse max_tokens, temperature and stop as o4-mini does"
+    )
     args = parser.parse_args(argv)
     server = FakeOpenAIServer(
-        token_delay=args.token_delay, api_key=args.api_key, models=args.models, host=args.host, port=args.port
+        token_delay=args.token_delay,
+        api_key=args.api_key,
+        models=args.models,
+        host=args.host,
+        port=args.port,
+        openai_reasoning=args.openai_reasoning,
     )
     for spec in args.fault:
         server.inject(spec, times=None)

@@ -20,7 +20,8 @@ class ProviderError(Exception):
     """A failed LLM call. `str(error)` is written for the user: what happened and what to do.
 
     `retryable` says whether the same request may succeed later (429, 5xx, dropped connection);
-    `partial_text` keeps whatever streamed before the failure so nothing is lost.
+    `partial_text` keeps whatever streamed before the failure so nothing is lost (and
+    `partial_thinking` the thinking that streamed).
     """
 
     retryable = False
@@ -28,6 +29,7 @@ class ProviderError(Exception):
     def __init__(self, message: str, *, partial_text: str = "", retry_after: float | None = None):
         super().__init__(message)
         self.partial_text = partial_text
+        self.partial_thinking = ""  # the thinking that streamed before the failure, if any
         self.retry_after = retry_after
 
 

@@ -30,6 +30,7 @@ import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -52,6 +53,8 @@ from .base import (
     estimate_messages_tokens,
     estimate_tokens,
 )
+from .reasoning import is_openai_reasoning, is_reasoning_model, with_headroom
+from .thinking import ThinkSplitter
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,78 @@ def _server_message(err: openai.APIError) -> str:
         message = body
     message = " ".join(message.split())
     return message[:300]
+
+
+# The parameters a 400 may teach the client to rename or leave out: never the model, the messages
+# or a grammar. OpenAI names the one it refuses in `param`, with `code` "unsupported_parameter"
+# (e.g. max_tokens: "Use 'max_completion_tokens' instead", stop) or "unsupported_value" (a
+# temperature but the default); other servers only say it in the message.
+LEARNABLE = frozenset(
+    {"max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "reasoning_effort", "stream_options"}
+)
+RENAMES = {"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}
+_REFUSAL = re.compile(
+    r"(unsupported (?:parameter|value)|unrecognized request argument(?: supplied)?|unknown parameter)\W+(\w+)", re.I
+)
+
+
+def _refused_param(body: Any) -> tuple[str, str] | None:
+    """(parameter, "parameter" | "value") when a 400's body says the model does not take one of
+    the LEARNABLE parameters, else None. Reads OpenAI's error object (`param`, `code`), then
+    the message's own words."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(inner, dict):
+        return None
+    code = str(inner.get("code") or "").lower()
+    param = inner.get("param")
+    if code in ("unsupported_parameter", "unsupported_value") and param in LEARNABLE:
+        return str(param), "value" if code == "unsupported_value" else "parameter"
+    found = _REFUSAL.search(str(inner.get("message") or ""))
+    if found and found.group(2) in LEARNABLE:
+        return found.group(2), "value" if "value" in found.group(1).lower() else "parameter"
+    return None
+
+
+def _reasoning_tokens(usage: Any) -> int | None:
+    """`usage.completion_tokens_details.reasoning_tokens`, when the server sends it."""
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    value = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return int(value) if isinstance(value, int | float) and value >= 0 else None
+
+
+class _Refused(ProviderError):
+    """A 400 that names a parameter the model does not take (`kind`: the parameter itself, or
+    the value sent): the client learns it and sends the request again without it."""
+
+    def __init__(self, message: str, *, param: str, kind: str) -> None:
+        super().__init__(message)
+        self.param = param
+        self.kind = kind
+
+
+class ThinkingExhausted(BadResponse):
+    """The reply is empty because the thinking used up the whole token allowance
+    (finish_reason "length"): the same request would fail alike, so it is not retried."""
+
+    retryable = False
+
+
+@dataclass
+class _Call:
+    """One `stream()` call: what the caller asked for, the same for every attempt."""
+
+    messages: list[Message]
+    max_tokens: int | None
+    stop: list[str] | None
+    temperature: float | None
+    extra: dict[str, Any] | None
+    on_thinking: ThinkingCallback | None
+    thinking_shown: bool = False
+
+    def think(self, piece: str) -> None:
+        if self.on_thinking is not None:
+            self.thinking_shown = True
+            self.on_thinking(piece)
 
 
 class _Silence(Exception):
@@ -180,6 +255,8 @@ class OpenAICompatibleClient(LLMClient):
         self.reasoning_effort = reasoning_effort or None
         self.learnt: dict[str, str | None] = dict(learnt or {})
         self.on_learn = on_learn
+        self._seen_thinking = False  # a reply of this client carried thinking
+        self._bare_close = False  # a reply closed thinking it never opened
         self.__api_key = api_key or ""
 
     def __repr__(self) -> str:
@@ -212,6 +289,16 @@ class OpenAICompatibleClient(LLMClient):
 
     # -- the call -------------------------------------------------------------------------------
 
+    @property
+    def reasons(self) -> bool:
+        """Whether this model thinks before it answers: known by its name, taught by the server
+        (it wanted `max_completion_tokens`), or seen thinking in an earlier reply of this client."""
+        return (
+            is_reasoning_model(self.model)
+            or self.learnt.get("max_tokens") == "max_completion_tokens"
+            or self._seen_thinking
+        )
+
     def stream(
         self,
         messages: Sequence[Message],
@@ -223,46 +310,100 @@ class OpenAICompatibleClient(LLMClient):
         key: str | None = None,
         on_thinking: ThinkingCallback | None = None,
     ) -> ChatStream:
-        params: dict[str, Any] = {"model": self.model, "messages": list(messages), "stream": True}
-        if self.streams_usage:
-            params["stream_options"] = {"include_usage": True}
-        if max_tokens is not None:
-            params["max_tokens"] = max_tokens
-        if stop:
-            params["stop"] = list(stop)
-        if temperature is not None:
-            params["temperature"] = temperature
-        if extra:
-            params["extra_body"] = dict(extra)
+        call = _Call(list(messages), max_tokens, list(stop) if stop else None, temperature, extra, on_thinking)
         completion = Completion()
-        return ChatStream(deltas=self._with_retries(messages, params, completion), completion=completion)
+        return ChatStream(deltas=self._with_retries(call, completion), completion=completion)
 
-    async def _with_retries(
-        self, messages: Sequence[Message], params: dict[str, Any], completion: Completion
-    ) -> AsyncIterator[str]:
+    def _body(self, call: _Call) -> dict[str, Any]:
+        """The request's fields besides the model, the messages and `stream`, in the shape this
+        model takes (see `debates.providers.reasoning`), with what the server refused before
+        renamed or dropped (`learnt`)."""
+        openai_style = is_openai_reasoning(self.model)
+        reasoning = self.reasons
+        body: dict[str, Any] = {}
+        if self.streams_usage:
+            body["stream_options"] = {"include_usage": True}
+        if call.max_tokens is not None:
+            limit = call.max_tokens
+            if reasoning:  # the thinking counts against the same limit: give it room
+                limit = with_headroom(limit)
+                if self.context_window:
+                    room = self.context_window - estimate_messages_tokens(call.messages) - 16
+                    limit = max(call.max_tokens, min(limit, room))
+            body["max_completion_tokens" if openai_style else "max_tokens"] = limit
+        if call.stop and not reasoning:  # a stop sequence could match inside the thinking
+            body["stop"] = list(call.stop)
+        if call.temperature is not None and not openai_style:
+            body["temperature"] = call.temperature
+        if self.reasoning_effort:
+            body["reasoning_effort"] = self.reasoning_effort
+        if call.extra:
+            body.update(call.extra)
+        for name, rename in self.learnt.items():
+            if name in body:
+                value = body.pop(name)
+                if rename and rename not in body:
+                    body[rename] = value
+        return body
+
+    def _learn(self, refused: _Refused, sent: dict[str, Any]) -> bool:
+        """Remember what the server refused (renamed or dropped from now on); true if it is new.
+        `on_learn` hears the whole updated dict, so the next client starts knowing it."""
+        param = refused.param
+        if param not in sent or param in self.learnt:
+            return False
+        rename = RENAMES.get(param) if refused.kind == "parameter" else None
+        if param in RENAMES and rename is None:
+            return False  # a limit with a value it refused (too large): not a shape to learn
+        if rename is not None and self.learnt.get(rename, rename) is None:
+            rename = None  # the other name was refused too: send no limit at all
+        self.learnt[param] = rename
+        log.info(
+            "%s at %s refused %r: %s from now on",
+            self.describe(),
+            self.url,
+            param,
+            f"sending {rename!r} instead" if rename else "leaving it out",
+        )
+        if self.on_learn is not None:
+            try:
+                self.on_learn(dict(self.learnt))
+            except Exception:
+                log.exception("%s: on_learn failed", self.describe())
+        return True
+
+    async def _with_retries(self, call: _Call, completion: Completion) -> AsyncIterator[str]:
         attempt = 0
+        learnt = 0  # immediate retries after a 400 taught the request's shape
         while True:
             attempt += 1
             completion.attempts = attempt
+            body = self._body(call)
             streamed: list[str] = []
             try:
-                async with contextlib.aclosing(self._attempt(messages, params, completion)) as deltas:
+                async with contextlib.aclosing(self._attempt(call, body, completion)) as deltas:
                     async for delta in deltas:
                         streamed.append(delta)
                         completion.text = "".join(streamed)
                         yield delta
                 return
             except ProviderError as err:
-                if streamed:  # the consumer already has this text: never replay it
+                if streamed or call.thinking_shown:
+                    # the consumer already has this text (or thinking): never replay it
                     err.partial_text = "".join(streamed)
+                    err.partial_thinking = completion.thinking
                     raise
-                delay = self._retry_delay(err, attempt)
+                if isinstance(err, _Refused) and learnt < len(LEARNABLE):
+                    if self._learn(err, body) or self._body(call) != body:
+                        learnt += 1
+                        continue  # at once: the same request in the shape the server takes
+                delay = self._retry_delay(err, attempt - learnt)
                 if delay is None:
                     raise
                 log.warning(
                     "%s: attempt %d/%d failed (%s: %s); retrying in %.2f s",
                     self.describe(),
-                    attempt,
+                    attempt - learnt,
                     self.max_retries + 1,
                     type(err).__name__,
                     err,
@@ -282,17 +423,16 @@ class OpenAICompatibleClient(LLMClient):
             return max(backoff, err.retry_after)
         return backoff
 
-    async def _attempt(
-        self, messages: Sequence[Message], params: dict[str, Any], completion: Completion
-    ) -> AsyncIterator[str]:
-        """One HTTP request: yields text deltas, fills `completion`, raises only ProviderError."""
+    async def _attempt(self, call: _Call, body: dict[str, Any], completion: Completion) -> AsyncIterator[str]:
+        """One HTTP request: yields answer deltas, hands thinking to `call.think`, fills
+        `completion`, raises only ProviderError."""
         loop = asyncio.get_running_loop()
         first_deadline = loop.time() + self.first_token_timeout if self.first_token_timeout is not None else None
-        got_text = False
+        got_token = False  # of either kind: thinking ends the first-token wait too
 
         def limit() -> tuple[float, str]:
             silence = (self.request_timeout, "silence")
-            if first_deadline is None or got_text:
+            if first_deadline is None or got_token:
                 return silence
             left = first_deadline - loop.time()
             return (left, "first") if left < silence[0] else silence
@@ -307,14 +447,23 @@ class OpenAICompatibleClient(LLMClient):
                 raise _Silence(label, full or seconds) from exc
 
         text: list[str] = []
+        thinking: list[str] = []
+        splitter: ThinkSplitter | None = None
         usage = None
         finish_reason = None
+
+        def think(piece: str) -> None:
+            thinking.append(piece)
+            call.think(piece)
+
         try:
             # The raw event stream, not the SDK's typed one: building a ChatCompletionChunk model
             # per token cost ~144 µs of CPU against ~26 µs for the lines and json.loads
             # (bench/stream_parse.py), at 100 debates a tenth of the web process's CPU. The SDK
             # still sends the request, raises status errors and owns the connection pool.
-            manager = self._client().chat.completions.with_streaming_response.create(**params)
+            manager = self._client().chat.completions.with_streaming_response.create(
+                model=self.model, messages=call.messages, stream=True, extra_body=body
+            )
             response = await bounded(manager.__aenter__())
             try:
                 kind = response.headers.get("content-type", "")
@@ -334,19 +483,53 @@ class OpenAICompatibleClient(LLMClient):
                     if data == "[DONE]":
                         break
                     chunk = json.loads(data)
+                    if not isinstance(chunk, dict):
+                        raise ValueError("a stream chunk that is not a JSON object")
                     if chunk.get("error"):
                         raise _stream_error(chunk["error"], response.http_response.request)
                     if chunk.get("usage") is not None:
                         usage = chunk["usage"]
+                    # Azure's first chunk (prompt_filter_results) and the usage chunk have no choices.
                     for choice in chunk.get("choices") or []:
                         if choice.get("finish_reason"):
                             finish_reason = choice["finish_reason"]
-                        piece = (choice.get("delta") or {}).get("content")
-                        if piece:
-                            got_text = True
-                            text.append(piece)
-                            yield piece
+                        delta = choice.get("delta") or {}
+                        # DeepSeek, vLLM and llama.cpp: reasoning_content; OpenRouter, Ollama and
+                        # newer vLLM: reasoning (some send both, alike: one is read).
+                        reasoning = delta.get("reasoning_content")
+                        if not isinstance(reasoning, str) or not reasoning:
+                            reasoning = delta.get("reasoning")
+                        if isinstance(reasoning, str) and reasoning:
+                            got_token = True
+                            think(reasoning)
+                        piece = delta.get("content")
+                        if not isinstance(piece, str) or not piece:
+                            continue
+                        got_token = True
+                        if splitter is None:
+                            splitter = ThinkSplitter(implicit=self._thinks_implicitly() and not thinking)
+                        for is_thinking, part in splitter.feed(piece):
+                            if is_thinking:
+                                think(part)
+                            else:
+                                text.append(part)
+                                yield part
+                if splitter is not None:
+                    for is_thinking, part in splitter.close(truncated=finish_reason == "length"):
+                        if is_thinking:
+                            think(part)
+                        else:
+                            text.append(part)
+                            yield part
+                    if splitter.bare_close and not self._bare_close:
+                        self._bare_close = True  # the next reply starts inside its thinking
+                        log.warning(
+                            "%s: the reply closed thinking it never opened (</think>); the text before it was "
+                            "taken for the answer, later replies hold it back until </think>",
+                            self.describe(),
+                        )
             finally:
+                completion.thinking = "".join(thinking).strip()
                 with contextlib.suppress(Exception):
                     await manager.__aexit__(None, None, None)
         except ProviderError:
@@ -354,14 +537,26 @@ class OpenAICompatibleClient(LLMClient):
         except Exception as exc:
             raise self._map_error(exc) from self._scrubbed(exc)
 
+        if thinking:
+            self._seen_thinking = True
         if finish_reason is None:
             raise ConnectionLost(
                 f"{self.url} ended the stream before the reply was finished (model {self.model}); "
                 "the server may have restarted or a proxy cut the connection"
             )
+        reasoning_tokens = _reasoning_tokens(usage)
         if not text:
+            if finish_reason == "length" and (thinking or reasoning_tokens):
+                limit_sent = body.get("max_completion_tokens", body.get("max_tokens"))
+                allowance = f" ({limit_sent} tokens)" if isinstance(limit_sent, int) else ""
+                raise ThinkingExhausted(
+                    f"model {self.model} on {self.url} spent the turn's whole token allowance{allowance} on its "
+                    "thinking and wrote no answer (finish_reason=length): raise the turn's token allowance, "
+                    "or lower the reasoning effort"
+                )
+            only = " (only thinking)" if thinking else ""
             raise BadResponse(
-                f"model {self.model} on {self.url} returned an empty reply (finish_reason={finish_reason}); "
+                f"model {self.model} on {self.url} returned an empty reply{only} (finish_reason={finish_reason}); "
                 "try again, raise max_tokens, or choose another model"
             )
         reply = "".join(text)
@@ -371,10 +566,22 @@ class OpenAICompatibleClient(LLMClient):
             completion.prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion.completion_tokens = int(usage.get("completion_tokens") or 0)
             completion.usage_estimated = False
+            if reasoning_tokens is None and completion.thinking:
+                # no breakdown: the thinking's share, estimated, within the server's total
+                reasoning_tokens = min(estimate_tokens(completion.thinking), completion.completion_tokens)
         else:
-            completion.prompt_tokens = estimate_messages_tokens(messages)
-            completion.completion_tokens = estimate_tokens(reply)
+            completion.prompt_tokens = estimate_messages_tokens(call.messages)
+            completion.completion_tokens = estimate_tokens(reply) + estimate_tokens(completion.thinking)
             completion.usage_estimated = True
+            if reasoning_tokens is None:
+                reasoning_tokens = estimate_tokens(completion.thinking) if completion.thinking else 0
+        completion.reasoning_tokens = reasoning_tokens or 0
+
+    def _thinks_implicitly(self) -> bool:
+        """Whether this model's content may start inside thinking the prompt opened (only
+        `</think>` comes): R1 distills and other reasoning models not from OpenAI (whose thinking
+        never reaches the content), and any model seen closing thinking it never opened."""
+        return self._bare_close or (is_reasoning_model(self.model) and not is_openai_reasoning(self.model))
 
     async def list_models(self) -> list[str]:
         """The model ids the server offers (GET /models), for "Fetch models" and provider
@@ -489,6 +696,15 @@ class OpenAICompatibleClient(LLMClient):
                 f"{url} had an internal error (HTTP {status}, model {model}); try again later or check "
                 "the server's logs",
                 retry_after=_retry_after(exc.response.headers),
+            )
+        refused = _refused_param(exc.body) if status in (400, 422) else None
+        if refused is not None:
+            param, kind = refused
+            return _Refused(
+                f"{url} rejected the request (HTTP {status}, model {model}): the model does not take the "
+                f"parameter {param}",
+                param=param,
+                kind=kind,
             )
         return ProviderError(
             f"{url} rejected the request (HTTP {status}, model {model}): the prompt may be too long for "

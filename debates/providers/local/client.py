@@ -11,11 +11,11 @@ import contextlib
 import inspect
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import Completion, Message, ProviderUnavailable
+from ..base import Completion, ProviderUnavailable
 from ..openai_compat import OpenAICompatibleClient
 from .server import SERVER_KEY, LocalModelServer
 from .weights import MODEL_ALIAS, LocalWeights, resolve_model_path
@@ -207,13 +207,11 @@ class LocalModelClient(OpenAICompatibleClient):
         if server.base_url != self.base_url:
             self.base_url = server.base_url  # SDK clients are keyed by URL: the next call gets a new one
 
-    async def _attempt(
-        self, messages: Sequence[Message], params: dict[str, Any], completion: Completion
-    ) -> AsyncIterator[str]:
+    async def _attempt(self, call: Any, body: dict[str, Any], completion: Completion) -> AsyncIterator[str]:
         # Every attempt (first or retry) makes sure the server is up, restarting it if it died:
         # this runs before the request is sent, so it is outside every timeout.
         await self.ensure_ready()
-        async with contextlib.aclosing(super()._attempt(messages, params, completion)) as deltas:
+        async with contextlib.aclosing(super()._attempt(call, body, completion)) as deltas:
             async for delta in deltas:
                 yield delta
 
