@@ -20,4 +20,6 @@ RUN useradd --system --create-home --uid 10001 agora
 USER agora
 
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "--proxy-headers", "agora.asgi:application"]
+# Without --proxy-headers: the image may be published directly, where X-Forwarded-For is whatever a
+# client writes. Behind the documented proxy, run it with --proxy-headers and BEHIND_HTTPS_PROXY=1.
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "agora.asgi:application"]

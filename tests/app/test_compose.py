@@ -126,3 +126,14 @@ def test_the_image_runs_as_a_user_and_leaves_secrets_out():
     assert users and users[-1] not in ("root", "0")
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
     assert {".env", ".git", ".venv", "db.sqlite3*"} <= set(ignored)
+
+
+def test_a_daphne_published_directly_trusts_no_forwarded_header(compose):
+    # With --proxy-headers daphne takes X-Forwarded-For's first entry as the client: published with
+    # no proxy in front, that is whatever a client writes, and the per-address live-view cap is
+    # passed by naming a new address each time (issue 24 #13).
+    assert compose["services"]["web"]["ports"], "the web service is published"
+    assert "--proxy-headers" not in compose["services"]["web"]["command"]
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    cmd = [line for line in dockerfile.splitlines() if line.startswith("CMD")]
+    assert cmd and "--proxy-headers" not in cmd[-1]
