@@ -339,11 +339,13 @@ class OpenAICompatibleClient(LLMClient):
             body["reasoning_effort"] = self.reasoning_effort
         if call.extra:
             body.update(call.extra)
-        for name, rename in self.learnt.items():
-            if name in body:
-                value = body.pop(name)
-                if rename and rename not in body:
-                    body[rename] = value
+        for name in [n for n in body if n in self.learnt]:
+            value, seen, target = body.pop(name), set(), name
+            while target is not None and target in self.learnt and target not in seen:
+                seen.add(target)
+                target = self.learnt[target]  # renamed (maybe again), or None: left out
+            if target is not None and target not in seen and target not in body:
+                body[target] = value
         return body
 
     def _learn(self, refused: _Refused, sent: dict[str, Any]) -> bool:
@@ -355,7 +357,7 @@ class OpenAICompatibleClient(LLMClient):
         rename = RENAMES.get(param) if refused.kind == "parameter" else None
         if param in RENAMES and rename is None:
             return False  # a limit with a value it refused (too large): not a shape to learn
-        if rename is not None and self.learnt.get(rename, rename) is None:
+        if rename is not None and rename in self.learnt:
             rename = None  # the other name was refused too: send no limit at all
         self.learnt[param] = rename
         log.info(
