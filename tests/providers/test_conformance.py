@@ -111,6 +111,17 @@ async def test_one_round_duel(family, libraries, alice):
             # Kept on the turn where the family sends it; nothing where it does not.
             assert turn.thinking.strip() == exchange.thinking.strip(), (turn.key, turn.thinking)
 
+    # The debate's ledger is its turns' (nothing failed, so nothing estimated beside them), the
+    # thinking's tokens among the output.
+    assert debate.prompt_tokens == sum(t.prompt_tokens for t in turns)
+    assert debate.completion_tokens == sum(t.completion_tokens for t in turns)
+    if "reasoning_tokens" in turn_fields and "reasoning_tokens" in _fields(Debate):
+        assert debate.reasoning_tokens == sum(t.reasoning_tokens for t in turns)
+        assert payload["tokens"]["reasoning"] == debate.reasoning_tokens
+        assert debate.reasoning_tokens <= debate.completion_tokens or not any(
+            _usage_sent(transcript, e) for e in server.answered
+        )
+
     # No thinking anywhere else: stored text, summaries, the report, both exports, later prompts.
     for turn in turns:
         for where, value in (("text", turn.text), ("summary", turn.summary), ("data", json.dumps(turn.data))):
@@ -142,6 +153,41 @@ async def test_one_round_duel(family, libraries, alice):
         assert set(refusals) <= refused_params
     else:
         assert refusals == [], f"{family} refused {refusals}: the request shape should be known by the model's name"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_what_a_provider_learnt_is_not_paid_again_by_the_next_debate(libraries, alice):
+    """A reasoning deployment whose name says nothing (Azure): the first debate learns from the
+    400s, each parameter once; the next debate on the same Provider row and model pays none."""
+    from debates.models import Provider
+
+    if "learnt_params" not in _fields(Provider):
+        pytest.skip("Provider.learnt_params is not there yet")
+    family = "azure-openai-reasoning"
+    transcript = load(family)
+    with (
+        ReplayServer(family) as server,
+        override_settings(AGORA_PROVIDER_RETRIES=2, AGORA_PROVIDER_BACKOFF=0.01),
+    ):
+        provider = await database_sync_to_async(Provider.objects.create)(
+            name="azure", base_url=server.base_url, default_model=transcript["model"], timeout=10
+        )
+        outcomes, errors_per_debate = [], []
+        for _ in range(2):
+            before = len(server.exchanges)
+            debate, errors = await database_sync_to_async(create_debate)(
+                {"topic": QUESTION, "format": "duel", "rounds": 1, "provider": provider.pk}, alice
+            )
+            assert not errors, errors
+            outcomes.append(await runner.execute(debate.pk))
+            errors_per_debate.append([e.refused for e in server.exchanges[before:] if e.status != 200])
+
+    assert outcomes == ["done", "done"]
+    first, second = errors_per_debate
+    assert first and len(first) == len(set(first)), first
+    assert second == [], f"the second debate paid {second} again"
+    provider = await database_sync_to_async(Provider.objects.get)(pk=provider.pk)
+    assert transcript["model"] in provider.learnt_params, provider.learnt_params
 
 
 # -- the docs table ---------------------------------------------------------------------------------
