@@ -136,3 +136,63 @@ def split_thinking(text: str, *, implicit: bool = False, truncated: bool = False
     thinking = "".join(t for is_thinking, t in pieces if is_thinking)
     answer = "".join(t for is_thinking, t in pieces if not is_thinking)
     return thinking, answer
+
+
+# -- a grammar that lets the model think first ------------------------------------------------------
+
+ANSWER_RULE = "agora-answer"
+# The thinking before the answer, in llama.cpp's GBNF: an optional `<think>` (a template may have
+# opened it in the prompt), any text up to the first `</think>` (a small automaton: t<n> has
+# matched n characters of `</think>`), and the whitespace after it. Free: no grammar rule of the
+# answer applies inside it.
+THINK_RULES = r"""agora-think ::= "<think>"? agora-t0 [ \t\r\n]*
+agora-t0 ::= [^<] agora-t0 | "<" agora-t1
+agora-t1 ::= [^/<] agora-t0 | "<" agora-t1 | "/" agora-t2
+agora-t2 ::= [^t<] agora-t0 | "<" agora-t1 | "t" agora-t3
+agora-t3 ::= [^h<] agora-t0 | "<" agora-t1 | "h" agora-t4
+agora-t4 ::= [^i<] agora-t0 | "<" agora-t1 | "i" agora-t5
+agora-t5 ::= [^n<] agora-t0 | "<" agora-t1 | "n" agora-t6
+agora-t6 ::= [^k<] agora-t0 | "<" agora-t1 | "k" agora-t7
+agora-t7 ::= [^><] agora-t0 | "<" agora-t1 | ">"
+"""
+
+
+def _rename_root(grammar: str) -> str:
+    """`grammar` with its rule `root` (definition and references) named ANSWER_RULE; string
+    literals, character classes and comments are left as they are."""
+    out: list[str] = []
+    i, n = 0, len(grammar)
+    while i < n:
+        ch = grammar[i]
+        if ch in '"[':
+            close = '"' if ch == '"' else "]"
+            j = i + 1
+            while j < n and grammar[j] != close:
+                j += 2 if grammar[j] == "\\" else 1
+            out.append(grammar[i : j + 1])
+            i = j + 1
+        elif ch == "#":
+            j = grammar.find("\n", i)
+            j = n if j < 0 else j
+            out.append(grammar[i:j])
+            i = j
+        elif ch.isalnum() or ch in "-_":
+            j = i
+            while j < n and (grammar[j].isalnum() or grammar[j] in "-_"):
+                j += 1
+            word = grammar[i:j]
+            out.append(ANSWER_RULE if word == "root" else word)
+            i = j
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def grammar_after_thinking(grammar: str) -> str:
+    """A GBNF grammar whose `root` is the thinking (free, closed by `</think>`; or none) and then
+    the given grammar: llama.cpp applies a request's grammar from the first token it samples, so
+    a thinking model held to its answer's grammar could not think (the thinking would have to
+    match the answer's rules). The server's reasoning parser then takes the thinking out of the
+    answer as usual."""
+    return f"root ::= agora-think? {ANSWER_RULE}\n{THINK_RULES}{_rename_root(grammar)}"

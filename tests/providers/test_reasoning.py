@@ -418,3 +418,197 @@ async def test_comments_filter_chunks_and_null_content_are_tolerated(make_client
         text, completion = await run(make_client(base_url=server.base_url, model="deepseek-reasoner"))
     assert text == ANSWER and completion.thinking == THINKING
     assert (completion.prompt_tokens, completion.completion_tokens) == (11, 40)
+
+
+# -- the local model (llama.cpp) -----------------------------------------------------------------
+
+QWEN3_TEMPLATE = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and "
+    "enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"
+)
+PLAIN_TEMPLATE = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' }}{%- endfor %}"
+
+
+def write_gguf(path, template: str | None) -> None:
+    """A GGUF v3 header as llama.cpp writes one: a few scalars, a vocabulary array of strings and
+    an array of floats before the chat template (the reader must skip them), no tensors."""
+    import struct
+
+    def string(text: str) -> bytes:
+        data = text.encode()
+        return struct.pack("<Q", len(data)) + data
+
+    pairs = [
+        string("general.architecture") + struct.pack("<I", 8) + string("qwen3"),
+        string("qwen3.context_length") + struct.pack("<II", 4, 40960),
+        string("tokenizer.ggml.tokens")
+        + struct.pack("<IIQ", 9, 8, 3)
+        + b"".join(string(t) for t in ("<think>", "hello", "</think>")),
+        string("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 3) + struct.pack("<3f", 0, 1, 2),
+        string("general.flag") + struct.pack("<I?", 7, True),
+    ]
+    if template is not None:
+        pairs.append(string("tokenizer.chat_template") + struct.pack("<I", 8) + string(template))
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(pairs)) + b"".join(pairs))
+
+
+def test_the_chat_template_is_read_from_the_gguf_header(tmp_path):
+    from debates.providers.local.gguf import chat_template, thinks
+
+    write_gguf(tmp_path / "qwen3.gguf", QWEN3_TEMPLATE)
+    write_gguf(tmp_path / "plain.gguf", PLAIN_TEMPLATE)
+    write_gguf(tmp_path / "none.gguf", None)
+    (tmp_path / "junk.gguf").write_bytes(b"GGUF" + b"\xff" * 40)
+
+    assert chat_template(tmp_path / "qwen3.gguf") == QWEN3_TEMPLATE
+    assert thinks(tmp_path / "qwen3.gguf")
+    assert not thinks(tmp_path / "plain.gguf") and chat_template(tmp_path / "plain.gguf") == PLAIN_TEMPLATE
+    assert chat_template(tmp_path / "none.gguf") is None and not thinks(tmp_path / "none.gguf")
+    assert chat_template(tmp_path / "junk.gguf") is None and chat_template(tmp_path / "absent.gguf") is None
+
+
+def test_the_grammar_applies_after_the_thinking():
+    from debates.providers.thinking import ANSWER_RULE, grammar_after_thinking
+
+    answer = 'root ::= "root：" part # the root rule\npart ::= [^root]+ | root\n'
+    wrapped = grammar_after_thinking(answer)
+    assert wrapped.startswith(f"root ::= agora-think? {ANSWER_RULE}\n")
+    assert f'{ANSWER_RULE} ::= "root：" part # the root rule' in wrapped  # literals, comments kept
+    assert f"part ::= [^root]+ | {ANSWER_RULE}" in wrapped  # a class kept, a reference renamed
+    assert wrapped.count("root ::=") == 1
+
+
+def _think_automaton(text: str) -> bool:
+    """Walks THINK_RULES' agora-t0..t7 as llama.cpp would: true when `text` is thinking closed by
+    its first `</think>` (the rules read from the grammar text itself, not restated)."""
+    import re
+
+    from debates.providers.thinking import THINK_RULES
+
+    rules = {}
+    for line in THINK_RULES.splitlines():
+        name, _, body = line.partition(" ::= ")
+        if re.fullmatch(r"agora-t\d", name):
+            rules[name] = [alt.split() for alt in body.split(" | ")]
+    state = "agora-t0"
+    for n, ch in enumerate(text):
+        for alt in rules[state]:
+            head = alt[0]
+            if head.startswith("[^"):
+                matched = ch not in head[2:-1]
+            else:
+                matched = ch == head.strip('"')
+            if matched:
+                if len(alt) == 1:
+                    return n == len(text) - 1  # the rule ends: `</think>` was just closed
+                state = alt[1]
+                break
+        else:
+            return False
+    return False
+
+
+@pytest.mark.parametrize(
+    ("thinking", "closes"),
+    [
+        ("plain thought</think>", True),
+        ("a < b and </thin but not closed</think>", True),
+        ("<</think>", True),
+        ("</think>", True),
+        ("never closed", False),
+        ("closed early</think> and more", False),
+    ],
+)
+def test_the_thinking_rules_close_at_the_first_close_tag(thinking, closes):
+    assert _think_automaton(thinking) is closes
+
+
+def test_the_local_server_is_started_with_thinking_apart(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("xllamacpp is not installed (run `make local-model`)")
+    import xllamacpp
+
+    from debates.providers.local import serve
+
+    params = serve.build_params(serve.parse_args(["--model", "m.gguf", "--port", "1"]))
+    assert params.reasoning_format == xllamacpp.common_reasoning_format.COMMON_REASONING_FORMAT_DEEPSEEK
+
+
+@pytest.mark.parametrize(("template", "thinks"), [(QWEN3_TEMPLATE, True), (PLAIN_TEMPLATE, False)])
+async def test_a_thinking_gguf_gets_headroom_and_its_grammar_after_the_thinking(tmp_path, template, thinks):
+    import sys
+    from pathlib import Path
+
+    from debates.providers.local import LocalModelClient, LocalModelServer
+
+    root = Path(__file__).resolve().parents[2]
+    seen: list[dict] = []
+
+    def command(port: int, api_key: str) -> list[str]:  # the fake server stands in for llama.cpp
+        code = f"import sys; sys.path.insert(0, {str(root)!r}); from testkit.fake_openai import main; main()"
+        return [sys.executable, "-c", code, "--port", str(port), f"--api-key={api_key}"]
+
+    gguf = tmp_path / "model.gguf"
+    write_gguf(gguf, template)
+    client = LocalModelClient(
+        model_path=gguf,
+        cache_dir=tmp_path / "cache",
+        ctx=8192,
+        startup_timeout=20,
+        server_options={"command": command, "required_modules": ()},
+        env={},
+    )
+    client.on_learn = seen.append
+    try:
+        await client.ensure_ready()
+        assert client.thinks is thinks
+        grammar = 'root ::= "甲" | "乙"\n'
+        original = client._client().chat.completions.with_streaming_response.create
+        bodies: list[dict] = []
+
+        def spy(**kwargs):
+            bodies.append(kwargs["extra_body"])
+            return original(**kwargs)
+
+        client._client().chat.completions.with_streaming_response.create = spy
+        await run(client, max_tokens=100, stop=["\nB:"], extra={"grammar": grammar})
+    finally:
+        LocalModelServer.stop_all()
+
+    [body] = bodies
+    if thinks:
+        assert body["grammar"].startswith("root ::= agora-think? agora-answer")
+        assert 'agora-answer ::= "甲" | "乙"' in body["grammar"]
+        assert 100 < body["max_tokens"] <= with_headroom(100) and "stop" not in body
+    else:
+        assert body["grammar"] == grammar and body["max_tokens"] == 100 and body["stop"] == ["\nB:"]
+
+
+@pytest.mark.localmodel
+@pytest.mark.timeout(180)
+async def test_llama_cpp_takes_the_wrapped_grammar_and_holds_the_answer_to_it():
+    """The real server parses the grammar with the thinking rules in front, and the answer still
+    comes out as the answer's rules say (the bundled model does not think: its answer path)."""
+    from .test_local_model import require_real_model
+
+    require_real_model()
+    from debates.providers.local import LocalModelClient, LocalModelServer
+    from debates.providers.thinking import grammar_after_thinking
+
+    client = LocalModelClient(timeout=60, startup_timeout=120)
+    try:
+        await client.ensure_ready()
+        grammar = grammar_after_thinking('root ::= "是" | "否"\n')
+        stream = client.stream(
+            [{"role": "user", "content": "太阳从东边升起吗？只答是或否。"}],
+            max_tokens=8,
+            temperature=0,
+            extra={"grammar": grammar},
+        )
+        text = "".join([d async for d in stream])
+    finally:
+        LocalModelServer.stop_all()
+    assert text in ("是", "否")

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Completion, ProviderUnavailable
-from ..openai_compat import OpenAICompatibleClient
+from ..openai_compat import OpenAICompatibleClient, _Call
+from ..reasoning import is_reasoning_model
+from ..thinking import grammar_after_thinking
+from .gguf import thinks as template_thinks
 from .server import SERVER_KEY, LocalModelServer
 from .weights import MODEL_ALIAS, LocalWeights, resolve_model_path
 
@@ -144,6 +147,10 @@ class LocalModelClient(OpenAICompatibleClient):
         alias = MODEL_ALIAS if self.model_spec is None else Path(self.model_spec).stem or "local-model"
         self._alias = alias
         self._server: LocalModelServer | None = None
+        # A thinking model (by its file name, then by its chat template once the file is known):
+        # its thinking gets headroom, and a grammar applies to the answer after it.
+        self.thinks = is_reasoning_model(alias)
+        self._template_read = False
         client_options.setdefault("context_window", self.ctx)
         super().__init__(
             "http://127.0.0.1:0/v1",  # replaced by ensure_ready() once the server has a port
@@ -191,6 +198,9 @@ class LocalModelClient(OpenAICompatibleClient):
                 await _emit(on_status, "loading model")
                 await asyncio.to_thread(server.ensure_running)
             self._server = server
+        if not self._template_read:
+            self._template_read = True
+            self.thinks = self.thinks or await asyncio.to_thread(template_thinks, server.model_path)
         self._point_at(server)
         await _emit(on_status, "ready")
 
@@ -207,10 +217,23 @@ class LocalModelClient(OpenAICompatibleClient):
         if server.base_url != self.base_url:
             self.base_url = server.base_url  # SDK clients are keyed by URL: the next call gets a new one
 
-    async def _attempt(self, call: Any, body: dict[str, Any], completion: Completion) -> AsyncIterator[str]:
+    @property
+    def reasons(self) -> bool:
+        return super().reasons or self.thinks
+
+    def _body(self, call: _Call) -> dict[str, Any]:
+        """As any server's, but a thinking model's grammar lets it think first: llama.cpp applies
+        a request's grammar from the first token, thinking included (see grammar_after_thinking)."""
+        body = super()._body(call)
+        if self.thinks and isinstance(body.get("grammar"), str):
+            body["grammar"] = grammar_after_thinking(body["grammar"])
+        return body
+
+    async def _attempt(self, call: _Call, body: dict[str, Any], completion: Completion) -> AsyncIterator[str]:
         # Every attempt (first or retry) makes sure the server is up, restarting it if it died:
         # this runs before the request is sent, so it is outside every timeout.
         await self.ensure_ready()
+        body = self._body(call)  # the first call may be what read the model's template
         async with contextlib.aclosing(super()._attempt(call, body, completion)) as deltas:
             async for delta in deltas:
                 yield delta

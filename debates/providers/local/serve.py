@@ -1,7 +1,7 @@
 """The child process: llama.cpp's OpenAI-compatible server from xllamacpp, on one loopback port.
 
     python -m debates.providers.local.serve --model M.gguf --port P [--alias A] [--threads N]
-        [--ctx N] [--parallel N] [--watch-stdin]
+        [--ctx N] [--parallel N] [--watch-stdin] [--reasoning-format deepseek|auto|none]
 
 `LocalModelServer` starts this with `--watch-stdin` and the bearer key in AGORA_LOCAL_SERVER_KEY
 (the environment, not argv: any local user can read another's command line in `ps`, not its
@@ -27,6 +27,12 @@ KEY_ENV = "AGORA_LOCAL_SERVER_KEY"
 # machine is too much for a cache. 256 MiB holds a few full 4096-token contexts of this model.
 CACHE_RAM_MIB = 256
 
+# llama.cpp's --reasoning-format: "deepseek" takes a thinking model's `<think>...</think>` out of
+# the content and streams it as `delta.reasoning_content` (what the client shows apart and never
+# stores as the speech); "none" leaves it in the content (the client splits the tags itself).
+# Set here, not left to the default, which has changed between llama.cpp versions.
+REASONING_FORMATS = ("deepseek", "auto", "none")
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m debates.providers.local.serve", description=__doc__.split("\n")[0])
@@ -38,6 +44,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ctx", type=int, default=4096, help="context window in tokens, shared by the slots")
     parser.add_argument("--parallel", type=int, default=1, help="requests decoded together (slots)")
     parser.add_argument("--watch-stdin", action="store_true", help="exit when stdin reaches EOF (the parent died)")
+    parser.add_argument(
+        "--reasoning-format",
+        choices=REASONING_FORMATS,
+        default="deepseek",
+        help="where a thinking model's thinking goes (default deepseek: `reasoning_content`, apart from the answer)",
+    )
     return parser.parse_args(argv)
 
 
@@ -59,6 +71,9 @@ def build_params(args: argparse.Namespace, api_key: str = ""):
     params.cache_ram_mib = CACHE_RAM_MIB
     params.endpoint_slots = False  # would list every prompt in the cache; nothing here uses it
     params.ui = False
+    formats = getattr(xllamacpp, "common_reasoning_format", None)
+    if formats is not None:
+        params.reasoning_format = getattr(formats, f"COMMON_REASONING_FORMAT_{args.reasoning_format.upper()}")
     return params
 
 
