@@ -24,7 +24,7 @@ class ProviderAdmin(admin.ModelAdmin):
     list_filter = ("approved",)
     search_fields = ("name", "base_url", "default_model")
     actions = ("test_connection", "fetch_models", "approve", "withdraw_approval")
-    readonly_fields = ("offered_models", "models_fetched_at", "approved", "approved_by")
+    readonly_fields = ("offered_models", "models_fetched_at", "approved", "approved_by", "learnt")
     # What decides where requests (and the key) go: staff who are not superusers changing any of
     # these put the provider back in the queue for a superuser's approval.
     REVIEWED = ("base_url", "api_key_env")
@@ -50,6 +50,17 @@ class ProviderAdmin(admin.ModelAdmin):
             },
         ),
         (
+            _("Reasoning models"),
+            {
+                "fields": ("reasoning_effort", "learnt"),
+                "description": _(
+                    "Reasoning models (o3, o4-mini, gpt-5, deepseek-reasoner…) think before they answer. "
+                    "Below, what this server refused, learnt from its errors: each model's request is sent "
+                    "without it (or renamed) from then on."
+                ),
+            },
+        ),
+        (
             _("Prices"),
             {
                 "fields": ("input_price", "output_price"),
@@ -60,6 +71,20 @@ class ProviderAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    @admin.display(description=_("what this server refused, learnt from its errors"))
+    def learnt(self, obj):
+        """Per model: each parameter the server refused and what is sent instead."""
+        lines = []
+        for model, params in sorted((obj.learnt_params or {}).items()):
+            said = [
+                _("%(param)s → %(instead)s") % {"param": param, "instead": instead}
+                if instead
+                else _("%(param)s: not sent") % {"param": param}
+                for param, instead in sorted((params or {}).items())
+            ]
+            lines.append(f"{model}: {'; '.join(said)}")
+        return "\n".join(lines) or _("nothing yet")
 
     @admin.display(description=_("models"))
     def model_count(self, obj):

@@ -3,14 +3,23 @@
 The default provider comes from the environment: OPENAI_BASE_URL (+ OPENAI_API_KEY, AGORA_MODEL)
 for any OpenAI-compatible server, else the bundled local model. Keys are read from the environment
 at call time and never stored.
+
+Reasoning models: a client is built with its reasoning effort (the seat's or the debate's, else the
+provider's; none is sent when blank) and with what its server refused for that model before
+(`Provider.learnt_params`); what a server teaches later (a 400 naming an unsupported parameter) is
+written back to the provider's row (`remember`), so the next debate does not pay the error.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
 
+from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.utils.translation import gettext
 
 from debates import prices, provider_keys
@@ -18,10 +27,15 @@ from debates.engine.turns import ClientPool
 from debates.providers.base import LLMClient, ProviderUnavailable
 from debates.providers.human import HumanClient
 from debates.providers.openai_compat import OpenAICompatibleClient
+from debates.providers.reasoning import is_reasoning_model
 
 DEFAULT_REMOTE_MODEL = "gpt-4o-mini"
 _local_lock = threading.Lock()
 _local: list[LLMClient] = []
+log = logging.getLogger(__name__)
+# What the environment's server (no Provider row to keep it on) refused, by model: for this process.
+_default_learnt: dict[str, dict] = {}
+_writes: set[asyncio.Task] = set()  # learnt parameters being saved (kept referenced until done)
 
 
 def local_client() -> LLMClient:
@@ -47,7 +61,7 @@ def _priced(client: LLMClient, price) -> LLMClient:
     return client
 
 
-def default_client(model: str = "") -> LLMClient:
+def default_client(model: str = "", effort: str = "") -> LLMClient:
     if settings.OPENAI_BASE_URL:
         model = model or settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL
         made = OpenAICompatibleClient(
@@ -59,9 +73,75 @@ def default_client(model: str = "") -> LLMClient:
             timeout=settings.AGORA_PROVIDER_TIMEOUT,
             max_retries=settings.AGORA_PROVIDER_RETRIES,
             backoff_base=settings.AGORA_PROVIDER_BACKOFF,
+            reasoning_effort=effort or None,
+            learnt=_default_learnt.get(model),
+            on_learn=lambda learnt: _default_learnt.__setitem__(model, dict(learnt)),
         )
         return _priced(made, prices.for_default(model))
     return local_client()
+
+
+def _save_learnt(provider_id: int, model: str, learnt: dict) -> None:
+    """What the provider's server refused for `model`, kept on its row (read, merged and written
+    under the row's lock: two debates may learn at once)."""
+    from debates.models import Provider
+
+    with transaction.atomic():
+        row = Provider.objects.select_for_update().filter(pk=provider_id).first()
+        if row is None:
+            return
+        known = dict(row.learnt_params or {})
+        known[model] = {**(known.get(model) or {}), **learnt}
+        if known != row.learnt_params:
+            row.learnt_params = known
+            row.save(update_fields=["learnt_params"])
+
+
+def remember(provider_id: int, model: str):
+    """The `on_learn` of a provider's client: called synchronously by the client, usually on the
+    event loop mid-turn, so the row is written in the database thread, never on the loop."""
+
+    def on_learn(learnt: dict) -> None:
+        learnt = dict(learnt)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside any loop (a management command's own thread)
+            _save_learnt(provider_id, model, learnt)
+            return
+        task = loop.create_task(database_sync_to_async(_save_learnt)(provider_id, model, learnt))
+        _writes.add(task)
+        task.add_done_callback(_written)
+
+    return on_learn
+
+
+def _written(task: asyncio.Task) -> None:
+    _writes.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("could not keep what a provider refused: %s", task.exception())
+
+
+async def learnt_saved() -> None:
+    """Wait for every learnt parameter being saved (tests, and a runner that ends its loop)."""
+    while _writes:
+        await asyncio.gather(*list(_writes), return_exceptions=True)
+
+
+def effective_model(provider, model: str = "") -> str:
+    """The model a debate (or a seat) calls: the one chosen, else the provider's default, else the
+    environment's ("" for the bundled local model)."""
+    if model:
+        return model
+    if provider is not None:
+        return provider.default_model
+    return (settings.AGORA_MODEL or DEFAULT_REMOTE_MODEL) if settings.OPENAI_BASE_URL else ""
+
+
+def reasons(provider, model: str) -> bool:
+    """Whether `model` thinks before it answers: known by its name, or taught by its server (it
+    asked for `max_completion_tokens`, which only reasoning models do)."""
+    learnt = ((provider.learnt_params or {}) if provider is not None else _default_learnt).get(model) or {}
+    return is_reasoning_model(model) or learnt.get("max_tokens") == "max_completion_tokens"
 
 
 def not_approved() -> str:
@@ -85,32 +165,43 @@ class RefusedClient(LLMClient):
         raise ProviderUnavailable(f"{self.name}: {self.reason}")
 
 
-def provider_client(provider, model: str = "", *, unapproved: bool = False) -> LLMClient:
+def provider_client(provider, model: str = "", *, unapproved: bool = False, effort: str = "") -> LLMClient:
     """The provider's client; one awaiting a superuser's approval refuses every call, unless
-    `unapproved` (the admin's own test of the connection)."""
+    `unapproved` (the admin's own test of the connection). `effort`: the seat's or the debate's
+    reasoning effort, else the provider's."""
     if not provider.approved and not unapproved:
         return RefusedClient(provider.name, not_approved())
     key, refused = provider_keys.read(provider.api_key_env, provider.base_url)
     if refused:
         return RefusedClient(provider.name, refused)
+    model_id = model or provider.default_model
     made = OpenAICompatibleClient(
         provider.base_url,
         key,
-        model or provider.default_model,
+        model_id,
         name=provider.name,
         concurrency=provider.concurrency,
         timeout=provider.timeout,
         max_retries=settings.AGORA_PROVIDER_RETRIES,
         backoff_base=settings.AGORA_PROVIDER_BACKOFF,
         key_env=provider.api_key_env or "OPENAI_API_KEY",
+        reasoning_effort=effort or provider.reasoning_effort or None,
+        learnt=(provider.learnt_params or {}).get(model_id),
+        on_learn=remember(provider.pk, model_id) if provider.pk else None,
     )
     return _priced(made, prices.for_provider(provider, model))
 
 
-def seat_key(provider, model: str) -> str | None:
-    if provider is None and not model:
+def seat_key(provider, model: str, effort: str = "") -> str | None:
+    """The client key of a seat's (or a regenerated turn's) own model; None: the debate's."""
+    if provider is None and not model and not effort:
         return None
-    return f"{provider.name if provider else 'default'}:{model}"
+    key = f"{provider.name if provider else 'default'}:{model}"
+    return f"{key}@{effort}" if effort else key
+
+
+def client_for(provider, model: str, effort: str = "") -> LLMClient:
+    return provider_client(provider, model, effort=effort) if provider else default_client(model, effort)
 
 
 def human_key(seat) -> str:
@@ -121,22 +212,22 @@ def human_key(seat) -> str:
 def clients_for(debate) -> ClientPool:
     """The debate's default client plus one per distinct seat override, and one per person at the
     table (with its own model client to stand in when the person misses the deadline)."""
-    default = provider_client(debate.provider, debate.model) if debate.provider else default_client(debate.model)
+    default = client_for(debate.provider, debate.model, debate.reasoning_effort)
     others = {}
     for seat in debate.seats.select_related("provider", "persona", "human"):
         if seat.for_a_person:
-            stand_in = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
+            stand_in = client_for(seat.provider, seat.model, seat.reasoning_effort)
             absent = (seat.stand_in if seat.stand_in == "pass" else "llm") if seat.vacated else ""
             others[human_key(seat)] = HumanClient(seat.person_name, debate.human_inputs, stand_in, absent)
             continue
-        key = seat_key(seat.provider, seat.model)
+        key = seat_key(seat.provider, seat.model, seat.reasoning_effort)
         if key and key not in others:
-            others[key] = provider_client(seat.provider, seat.model) if seat.provider else default_client(seat.model)
+            others[key] = client_for(seat.provider, seat.model, seat.reasoning_effort)
     for override in debate.overrides.values():  # turns regenerated with another model
         provider, model = override_provider(override), override.get("model", "")
         key = seat_key(provider, model)
         if key and key not in others:
-            others[key] = provider_client(provider, model) if provider else default_client(model)
+            others[key] = client_for(provider, model)
     return ClientPool(default, others)
 
 

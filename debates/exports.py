@@ -39,22 +39,25 @@ def verdict_markdown(report, *, warnings: bool = True) -> str:
     return render_verdict(report.debate.question, report.data, _, warnings=warnings)
 
 
-def transcript_markdown(report, turns, *, ledger: bool = True) -> str:
+def transcript_markdown(report, turns, *, ledger: bool = True, thinking: bool = False) -> str:
+    """The transcript as Markdown; a reasoning model's thinking only when asked (`thinking`)."""
     if not _has_sections(report):
         return report.transcript_markdown if report else ""
-    rows = report_turns(report, turns)
+    rows = report_turns(report, turns, thinking=thinking)
     return render_transcript(report.debate.question, report.data, rows, _, ledger=ledger)
 
 
-def report_turns(report, turns) -> list[dict]:
+def report_turns(report, turns, *, thinking: bool = False) -> list[dict]:
     """The report's turns (in its order) with their text, from the debate's rows; a regenerated
-    or retried turn carries its earlier attempts (every attempt is in the exports)."""
+    or retried turn carries its earlier attempts (every attempt is in the exports), and with
+    `thinking` its model's thinking."""
     rows = {t.key: t for t in turns if not isinstance(t, dict)}
     out = []
     for t in report.data.get("turns", []):
         row = rows.get(t["key"])
         earlier = [h for h in (row.history if row else []) if h.get("text")]
-        out.append({**t, "text": row.text if row else "", "earlier": [h["text"] for h in earlier]})
+        extra = {"thinking": row.thinking} if thinking and row and row.thinking else {}
+        out.append({**t, "text": row.text if row else "", "earlier": [h["text"] for h in earlier], **extra})
     return out
 
 
@@ -78,13 +81,14 @@ def attachment(response, debate: Debate, ext: str, kind: str = "debate"):
 EXPORT_PARTS = ("report", "transcript")
 
 
-def export_markdown(debate: Debate, user, part: str = "both") -> str | None:
-    """The Markdown export as `user` may read it (None: no report yet); the API's as well."""
+def export_markdown(debate: Debate, user, part: str = "both", *, thinking: bool = False) -> str | None:
+    """The Markdown export as `user` may read it (None: no report yet); the API's as well. The
+    models' thinking is left out unless asked (`thinking`, `?thinking=1`)."""
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     if rep is None:
         return None
     turns = list(debate.turns.all())
-    pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns)]}
+    pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns, thinking=thinking)]}
     body = inert_markdown("\n\n---\n\n".join(pieces.get(part) or pieces["report"] + pieces["transcript"]))
     if not shows_internals(user):
         body = redact_urls(body, _("the provider"))
@@ -119,10 +123,12 @@ def export_payload(debate: Debate, user) -> dict:
                 "speaker_name": t.speaker_name,
                 "state": t.state,
                 "text": t.text,
+                "thinking": t.thinking,  # a reasoning model's thinking, never part of the text
                 "summary": t.summary,
                 "error": t.error,
                 "prompt_tokens": t.prompt_tokens,
                 "completion_tokens": t.completion_tokens,
+                "reasoning_tokens": t.reasoning_tokens,
                 "usage_estimated": t.usage_estimated,
                 "cost_usd": t.cost,
                 "model": t.model,

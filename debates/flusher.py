@@ -35,10 +35,13 @@ class Flushable(Protocol):
     lock: asyncio.Lock  # held while a frame of this debate is written and sent
     pending: dict[str, list[str]]  # turn key → text deltas not written yet
     texts: dict[str, str]  # turn key → text written so far
+    thinking_pending: dict[str, list[str]]  # turn key → thinking deltas not written yet
+    thoughts: dict[str, str]  # turn key → thinking written so far (a running turn's)
     turn_pks: dict[str, int]  # turn key → Turn row
 
-    async def send_deltas(self, chunks: dict[str, str]) -> None:
-        """`chunks` (turn key → text) were committed as the debate's next seq: send its frame."""
+    async def send_deltas(self, chunks: dict[str, str], thinking: dict[str, str] | None = None) -> None:
+        """`chunks` (turn key → text) and `thinking` (turn key → thinking) were committed as the
+        debate's next seq: send its frame."""
 
     def lose(self) -> None:
         """The lease was lost: go quiet and stop the engine."""
@@ -85,7 +88,7 @@ class Flusher:
 
     async def flush(self) -> None:
         async with self.lock:
-            sinks = [sink for sink in self.waiting if sink.pending]
+            sinks = [sink for sink in self.waiting if sink.pending or sink.thinking_pending]
             self.waiting.clear()
             if not sinks:
                 return
@@ -96,27 +99,29 @@ class Flusher:
                 batch = []
                 for sink in sinks:
                     pending, sink.pending = sink.pending, {}
+                    thinking, sink.thinking_pending = sink.thinking_pending, {}
                     if not sink.lost:
-                        batch.append((sink, pending))
+                        batch.append((sink, pending, thinking))
                 if not batch:
                     return
                 written, lost = await database_sync_to_async(write)(batch)
                 self.stats["flushes"] += 1
-                for sink, chunks in written:
-                    await sink.send_deltas(chunks)
+                for sink, chunks, thoughts in written:
+                    await sink.send_deltas(chunks, thoughts)
             for sink in lost:
                 sink.lose()
 
 
-def write(batch: list[tuple[Flushable, dict[str, list[str]]]]):
+def write(batch: list[tuple[Flushable, dict[str, list[str]], dict[str, list[str]]]]):
     """In one transaction: each debate's seq + 1, fenced by its runner's lease (a debate another
-    runner took over is left alone and reported lost), then the text of each turn that grew.
-    Raw `executemany`: the ORM's per-statement cost, times every debate, was the flush's cost."""
+    runner took over is left alone and reported lost), then the text (and the thinking) of each
+    turn that grew. Raw `executemany`: the ORM's per-statement cost, times every debate, was the
+    flush's cost."""
     debates, turns = Debate._meta.db_table, Turn._meta.db_table
-    fenced = [(sink.seq + 1, sink.debate_id, sink.runner_id) for sink, _ in batch if sink.runner_id]
-    free = [(sink.seq + 1, sink.debate_id) for sink, _ in batch if not sink.runner_id]
+    fenced = [(sink.seq + 1, sink.debate_id, sink.runner_id) for sink, *_ in batch if sink.runner_id]
+    free = [(sink.seq + 1, sink.debate_id) for sink, *_ in batch if not sink.runner_id]
     with transaction.atomic(), connection.cursor() as cursor:
-        ours = {sink.debate_id for sink, _ in batch if not sink.runner_id}
+        ours = {sink.debate_id for sink, *_ in batch if not sink.runner_id}
         if fenced:
             cursor.executemany(f"UPDATE {debates} SET seq = %s WHERE id = %s AND runner_id = %s", fenced)
             if cursor.rowcount == len(fenced):
@@ -128,15 +133,20 @@ def write(batch: list[tuple[Flushable, dict[str, list[str]]]]):
                 ours.update(pk for pk, seq, runner in cursor.fetchall() if wanted[pk] == (seq, runner))
         if free:
             cursor.executemany(f"UPDATE {debates} SET seq = %s WHERE id = %s", free)
-        written, texts = [], []
-        for sink, pending in batch:
+        written, texts, thoughts = [], [], []
+        for sink, pending, thinking in batch:
             if sink.debate_id not in ours:
                 continue
             chunks = {key: storable("".join(parts)) for key, parts in pending.items()}
             for key, chunk in chunks.items():
                 texts.append((sink.texts.get(key, "") + chunk, sink.turn_pks[key]))
-            written.append((sink, chunks))
+            thought = {key: storable("".join(parts)) for key, parts in thinking.items()}
+            for key, chunk in thought.items():
+                thoughts.append((sink.thoughts.get(key, "") + chunk, sink.turn_pks[key]))
+            written.append((sink, chunks, thought))
         if texts:
             cursor.executemany(f"UPDATE {turns} SET text = %s WHERE id = %s", texts)
-    lost = [sink for sink, _ in batch if sink.debate_id not in ours]
+        if thoughts:
+            cursor.executemany(f"UPDATE {turns} SET thinking = %s WHERE id = %s", thoughts)
+    lost = [sink for sink, *_ in batch if sink.debate_id not in ours]
     return written, lost

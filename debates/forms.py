@@ -19,11 +19,13 @@ from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
 from debates import documents, options
+from debates.clients import effective_model, reasons
 from debates.engine import registry
 from debates.engine.format import Format, Mode
 from debates.engine.options import Option
 from debates.engine.spec import UnknownOptions
-from debates.models import Debate, Provider, SearchProvider, Seat
+from debates.models import REASONING_EFFORTS, Debate, Provider, SearchProvider, Seat
+from debates.providers.reasoning import EFFORTS
 from debates.specs import library_spec, persona_spec
 from personas.models import Library, Persona
 
@@ -148,7 +150,20 @@ class DebateForm(forms.Form):
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text=_("One line per seat: id = model, or id = provider/model (each card shows its persona's id)."),
+        help_text=_(
+            "One line per seat: id = model, or id = provider/model (each card shows its persona's id). After a "
+            "reasoning model, low, medium or high sets how hard it thinks: id = o4-mini high."
+        ),
+    )
+    reasoning_effort = forms.ChoiceField(
+        label=_("Reasoning effort"),
+        required=False,
+        choices=[("", _("the provider's setting"))] + REASONING_EFFORTS,
+        help_text=_(
+            "For a reasoning model (o3, o4-mini, gpt-5, deepseek-reasoner…): how hard it thinks before it "
+            "answers. Thinking costs output tokens."
+        ),
+        error_messages={"invalid_choice": _("Choose low, medium or high, or leave it empty.")},
     )
 
     def __init__(self, *args, **kwargs):
@@ -312,7 +327,21 @@ class DebateForm(forms.Form):
             )
         data["position_map"] = self._read_positions(mode, personas)
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
+        self._check_effort(data)
         return data
+
+    def _check_effort(self, data) -> None:
+        """A reasoning effort only for a reasoning model: a chat model would refuse it (or ignore it)."""
+        if not data.get("reasoning_effort"):
+            return
+        provider = data.get("provider")
+        model = effective_model(provider, data.get("model", ""))
+        if not reasons(provider, model):
+            self.add_error(
+                "reasoning_effort",
+                _("“%(model)s” is not a reasoning model: leave the reasoning effort empty.")
+                % {"model": model or gettext("the local model")},
+            )
 
     def _refuse_what_the_format_decides(self, fmt: Format, data: dict) -> bool:
         """A mode that is not one of the format's, or rounds for a format that sets its own (a
@@ -373,6 +402,7 @@ class DebateForm(forms.Form):
                     _("“%(line)s”: write a chosen persona's id, then = and the model.") % {"line": line},
                 )
                 return {}
+            spec, effort = _effort_of(spec)
             provider_name, _slash, model = spec.rpartition("/") if "/" in spec else ("", "", spec)
             provider = Provider.objects.filter(name=provider_name).first() if provider_name else None
             if provider_name and provider is None:
@@ -381,8 +411,25 @@ class DebateForm(forms.Form):
             if provider is not None and not provider.approved:
                 self.add_error("seat_models", provider.waiting_reason())
                 return {}
-            result[slug] = (provider, model)
+            if effort:
+                shown = effective_model(provider, model) if provider else model
+                if not reasons(provider, shown):
+                    self.add_error(
+                        "seat_models",
+                        _("“%(line)s”: %(model)s is not a reasoning model, so it takes no reasoning effort.")
+                        % {"line": line, "model": shown or gettext("the local model")},
+                    )
+                    return {}
+            result[slug] = (provider, model, effort)
         return result
+
+
+def _effort_of(spec: str) -> tuple[str, str]:
+    """A seat line's model and its reasoning effort: "openai/o4-mini high" → ("openai/o4-mini", "high")."""
+    head, _sep, last = spec.rpartition(" ")
+    if head.strip() and last.lower() in EFFORTS:
+        return head.strip(), last.lower()
+    return spec, ""
 
 
 @transaction.atomic
@@ -399,11 +446,12 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
         options=options,
         provider=data.get("provider"),
         model=data.get("model", ""),
+        reasoning_effort=data.get("reasoning_effort") or "",
         research=bool(search),
         search_provider=search if isinstance(search, SearchProvider) else None,
     )
     for order, persona in enumerate(data["personas"]):
-        provider, model = data["seat_model_map"].get(persona.slug, (None, ""))
+        provider, model, effort = data["seat_model_map"].get(persona.slug, (None, "", ""))
         Seat.objects.create(
             debate=debate,
             persona=persona,
@@ -411,6 +459,7 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
             position=data["position_map"].get(persona.slug, ""),
             provider=provider,
             model=model,
+            reasoning_effort=effort,
             stand_in=data.get("stand_in") or "llm",
             # Another user's name: an invitation (theirs to accept); else the owner's own seat.
             **(
@@ -573,7 +622,7 @@ def format_part(form: DebateForm) -> FormatPart:
         place: [_drawn(form, fmt, name, protocol) for name in form.option_fields(fmt, place)]
         for place in ("format", "search")
     }
-    shown = {"topic", "format", "personas", "provider", "model", "seat_models", "stand_in"}
+    shown = {"topic", "format", "personas", "provider", "model", "seat_models", "reasoning_effort", "stand_in"}
     shown |= {name for name, opt in fmt.options().items() if opt.place in ("material", "advanced")}
     shown |= {o.field.name for o in drawn["format"] + drawn["search"]} | ({"search"} if fmt.researches else set())
     if fmt.modes and mode_name:

@@ -70,6 +70,7 @@ class Snapshot:
             "stage": stage_of(self.debate, [e for e in self.entries if not isinstance(e, dict)]),
             "report": self.report,
             "streaming_tokens": 0,
+            "streaming_thinking": 0,
             "show_internals": False,  # frames go to every viewer: no provider addresses
             **extra,
         }
@@ -126,6 +127,7 @@ def snapshot(debate_id: int) -> Snapshot:
 def part(name: str, **context) -> str:
     context.setdefault("show_internals", False)  # frames go to every viewer: no provider addresses
     context.setdefault("streaming_tokens", 0)
+    context.setdefault("streaming_thinking", 0)
     return render_to_string(f"{PARTS}#{name}", context)
 
 
@@ -165,8 +167,14 @@ def status(debate: Debate) -> str:
     return part("status", **context) + part("announce", **context) + part("actions", **context)
 
 
-def meter(debate: Debate, streaming_tokens: int = 0) -> str:
-    return part("meter", debate=debate, streaming_tokens=streaming_tokens, oob=True)
+def meter(debate: Debate, streaming_tokens: int = 0, streaming_thinking: int = 0) -> str:
+    return part(
+        "meter", debate=debate, streaming_tokens=streaming_tokens, streaming_thinking=streaming_thinking, oob=True
+    )
+
+
+def thinking_delta(turn_pk: int, text: str) -> str:
+    return part("thinking_delta", turn_pk=turn_pk, text=text)
 
 
 def warnings(debate: Debate) -> str:

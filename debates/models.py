@@ -15,6 +15,8 @@ from django.utils.translation import gettext_lazy as _
 
 from personas.models import Persona, format_choices
 
+REASONING_EFFORTS = [("low", _("low")), ("medium", _("medium")), ("high", _("high"))]
+
 
 class Provider(models.Model):
     """An OpenAI-compatible server. The API key itself never touches the database: only the *name*
@@ -44,6 +46,17 @@ class Provider(models.Model):
         _("output price (USD per million tokens)"), max_digits=10, decimal_places=4, null=True, blank=True
     )
     models_fetched_at = models.DateTimeField(_("models fetched at"), null=True, blank=True)
+    # Reasoning models (o3, gpt-5, deepseek-reasoner…): how hard they think; blank: not sent.
+    reasoning_effort = models.CharField(
+        _("reasoning effort"),
+        max_length=8,
+        blank=True,
+        choices=REASONING_EFFORTS,
+        help_text=_("Sent to reasoning models only (o1, o3, o4-mini, gpt-5…). Empty: not sent, the server's default."),
+    )
+    # What this server refused, learnt from its errors, by model id: {"o4-mini": {"max_tokens":
+    # "max_completion_tokens", "temperature": null}} (rename or drop), so later turns do not pay the error.
+    learnt_params = models.JSONField(_("learnt request parameters"), default=dict, blank=True)
     # Users are offered the provider (and its fetched models) only while it is approved. Staff
     # who are not superusers can point a provider anywhere, so what they add or re-point (and a
     # model list they fetch) waits for a superuser's approval (debates/admin.py).
@@ -174,6 +187,8 @@ class Debate(models.Model):
     topic_slug = models.CharField(_("topic slug"), max_length=120, blank=True)
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     model = models.CharField(_("model"), max_length=120, blank=True)
+    # The debate's model's reasoning effort (a reasoning model only); blank: the provider's.
+    reasoning_effort = models.CharField(_("reasoning effort"), max_length=8, blank=True, choices=REASONING_EFFORTS)
     checkpoint_reply = models.TextField(_("checkpoint reply"), null=True, blank=True)
     # A person's turn the run waits for ({"key", "speaker_name", "parts", "prompt", "deadline_at", …};
     # empty when none), and what people wrote, by turn key ({"text", "by", "at"} or {"stand_in"}).
@@ -206,6 +221,7 @@ class Debate(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)  # of completion_tokens, those of thinking
     tokens_estimated = models.BooleanField(default=False)
     token_cap = models.PositiveIntegerField(null=True, blank=True)
     cost = models.FloatField(_("cost (USD)"), default=0.0)  # every attempt of every turn
@@ -239,6 +255,7 @@ class Debate(models.Model):
         return {
             "prompt": self.prompt_tokens,
             "completion": self.completion_tokens,
+            "reasoning": self.reasoning_tokens,
             "estimated": self.tokens_estimated,
             "cap": self.token_cap,
             "cost_usd": self.cost,
@@ -278,6 +295,8 @@ class Seat(models.Model):
     order = models.PositiveSmallIntegerField(default=0)
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     model = models.CharField(_("model"), max_length=120, blank=True)
+    # The seat's model's reasoning effort (a reasoning model only); blank: the provider's.
+    reasoning_effort = models.CharField(_("reasoning effort"), max_length=8, blank=True, choices=REASONING_EFFORTS)
     # A person in this seat (they write its turns on the live page), and who speaks when they miss
     # the deadline: a model, or nobody (the turn passes).
     human = models.ForeignKey(
@@ -345,6 +364,8 @@ class Turn(models.Model):
     model = models.CharField(max_length=200, blank=True)
     messages = models.JSONField(default=list, help_text="The exact messages sent.")
     text = models.TextField(blank=True)
+    # A reasoning model's thinking: shown apart (collapsed), never the speech, never read by the format.
+    thinking = models.TextField(blank=True)
     summary = models.CharField(max_length=200, blank=True)
     data = models.JSONField(default=dict, blank=True)
     state = models.CharField(max_length=12, choices=State.choices, default=State.RUNNING)
@@ -353,6 +374,7 @@ class Turn(models.Model):
     history = models.JSONField(default=list, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)  # of completion_tokens, those of the thinking
     usage_estimated = models.BooleanField(default=False)
     cost = models.FloatField(null=True, blank=True)  # USD of this attempt; None: the price is unknown
     latency = models.FloatField(null=True, blank=True)

@@ -61,9 +61,16 @@ def attempt_record(turn: Turn) -> dict:
         "state": turn.state,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
+        **({"reasoning_tokens": turn.reasoning_tokens} if turn.reasoning_tokens else {}),
         "estimated": True,
         "cost": turn.cost,
     }
+
+
+def _grow(counts: dict[str, tuple[int, int]], key: str, chunk: str) -> None:
+    cjk, other = token_counts(chunk)
+    before = counts.get(key, (0, 0))
+    counts[key] = (before[0] + cjk, before[1] + other)
 
 
 class DjangoSink:
@@ -88,6 +95,10 @@ class DjangoSink:
         self.lock = asyncio.Lock()
         self.pending: dict[str, list[str]] = {}  # text deltas the flusher has yet to write
         self.texts: dict[str, str] = {}
+        # A reasoning model's thinking, as its text: pending, then written (running turns only).
+        self.thinking_pending: dict[str, list[str]] = {}
+        self.thoughts: dict[str, str] = {}
+        self.thinking_counts: dict[str, tuple[int, int]] = {}
         self.counts: dict[str, tuple[int, int]] = {}  # per running turn: what estimate_tokens counts
         self.turn_pks: dict[str, int] = {}
         self.seq = 0
@@ -123,6 +134,11 @@ class DjangoSink:
             self.stats["deltas"] += 1
             self.flusher.want(self)
             return
+        if isinstance(event, ev.ThinkingDelta):
+            if event.key in self.thoughts:  # a turn that finished or failed is shown whole already
+                self.thinking_pending.setdefault(event.key, []).append(event.text)
+                self.flusher.want(self)
+            return
         await self.flush()
         async with self.lock:
             handler = getattr(self, f"_on_{type(event).__name__}", None)
@@ -141,22 +157,28 @@ class DjangoSink:
         if self.flusher is not None:
             await self.flusher.flush()
 
-    async def send_deltas(self, chunks: dict[str, str]) -> None:
-        """After the flusher committed `chunks` (turn key → text) as this debate's next seq: one
-        frame with the text and the meter, built without the template engine (this runs for every
-        debate every frame interval; `frames.fast` is tested equal to the templates)."""
+    async def send_deltas(self, chunks: dict[str, str], thinking: dict[str, str] | None = None) -> None:
+        """After the flusher committed `chunks` (turn key → text) and `thinking` (turn key → the
+        thinking's new part) as this debate's next seq: one frame with the text, the thinking and
+        the meter, built without the template engine (this runs for every debate every frame
+        interval; `frames.fast` is tested equal to the templates)."""
         self.seq += 1
         self.stats["db_writes"] += 1
         deltas = []
+        for key, chunk in (thinking or {}).items():
+            self.thoughts[key] = self.thoughts.get(key, "") + chunk
+            _grow(self.thinking_counts, key, chunk)
+            deltas.append(fast.thinking(self.turn_pks[key], chunk))
         for key, chunk in chunks.items():
             self.texts[key] = self.texts.get(key, "") + chunk
-            cjk, other = token_counts(chunk)
-            before = self.counts.get(key, (0, 0))
-            self.counts[key] = (before[0] + cjk, before[1] + other)
+            _grow(self.counts, key, chunk)
             deltas.append(fast.delta(self.turn_pks[key], chunk))  # text only: the same in every language
-        streaming = sum(cjk + (other + 3) // 4 for cjk, other in self.counts.values())
+        thinking_tokens = sum(cjk + (other + 3) // 4 for cjk, other in self.thinking_counts.values())
+        streaming = sum(cjk + (other + 3) // 4 for cjk, other in self.counts.values()) + thinking_tokens
         text = "".join(deltas)
-        await self._send({language: text + fast.meter(self.debate, streaming, language) for language in self.groups})
+        await self._send(
+            {language: text + fast.meter(self.debate, streaming, language, thinking_tokens) for language in self.groups}
+        )
 
     def lose(self) -> None:
         log.warning("debate %s: lease lost, another runner took over; this one stops", self.debate_id)
@@ -240,6 +262,8 @@ class DjangoSink:
             "model": event.model,
             "messages": event.messages,
             "text": "",
+            "thinking": "",
+            "reasoning_tokens": 0,
             "state": Turn.State.RUNNING,
             "error": "",
             "finished_at": None,
@@ -263,6 +287,8 @@ class DjangoSink:
         self.turn_pks[event.key] = turn.pk
         self.texts[event.key] = ""
         self.counts[event.key] = (0, 0)
+        self.thoughts[event.key] = ""
+        self.thinking_counts[event.key] = (0, 0)
         debate, section = self._bump(), self.section
         return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate)
 
@@ -271,25 +297,32 @@ class DjangoSink:
             return ""
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
             text=storable(event.text),
+            thinking=storable(event.thinking),
             summary=event.summary[:200],
             data=event.data,
             state=Turn.State.DONE,
             prompt_tokens=event.prompt_tokens,
             completion_tokens=event.completion_tokens,
+            reasoning_tokens=event.reasoning_tokens,
             usage_estimated=event.usage_estimated,
             latency=event.latency,
             cost=event.cost,
             finished_at=timezone.now(),
         )
-        self.texts.pop(event.key, None)
-        self.counts.pop(event.key, None)
+        self._forget(event.key)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
         return lambda: frames.turn(turn, new=False) + frames.status(debate)
 
+    def _forget(self, key: str) -> None:
+        """A turn that ended: nothing of it streams any more."""
+        for running in (self.texts, self.counts, self.thoughts, self.thinking_counts):
+            running.pop(key, None)
+
     def _on_TurnFailed(self, event: ev.TurnFailed) -> str:  # noqa: N802
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
             text=storable(event.partial_text),
+            thinking=storable(event.partial_thinking or self.thoughts.get(event.key, "")),
             state=Turn.State.INTERRUPTED if event.error == "stopped" else Turn.State.FAILED,
             error=event.error,
             prompt_tokens=event.prompt_tokens,
@@ -298,8 +331,7 @@ class DjangoSink:
             cost=event.cost,
             finished_at=timezone.now(),
         )
-        self.texts.pop(event.key, None)
-        self.counts.pop(event.key, None)
+        self._forget(event.key)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
         return lambda: frames.turn(turn, new=False) + frames.status(debate)
@@ -307,14 +339,15 @@ class DjangoSink:
     def _totals(self) -> dict:
         """Every call paid for: each turn's last attempt plus the earlier attempts in its history,
         in tokens and in money (unknown where a model's price is)."""
-        prompt = completion = 0
+        prompt = completion = reasoning = 0
         money, unknown, estimated = 0.0, False, False
         rows = Turn.objects.filter(debate_id=self.debate_id).values_list(
-            "prompt_tokens", "completion_tokens", "usage_estimated", "history", "cost"
+            "prompt_tokens", "completion_tokens", "usage_estimated", "history", "cost", "reasoning_tokens"
         )
-        for p, c, est, history, cost in rows:
+        for p, c, est, history, cost, r in rows:
             prompt += p + sum(h.get("prompt_tokens", 0) for h in history)
             completion += c + sum(h.get("completion_tokens", 0) for h in history)
+            reasoning += r + sum(h.get("reasoning_tokens", 0) for h in history)
             estimated = estimated or est or bool(history)
             attempts = [
                 (p + c, cost),
@@ -327,6 +360,7 @@ class DjangoSink:
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
+            "reasoning_tokens": reasoning,
             "tokens_estimated": estimated,
             "cost": round(money, 8),
             "cost_unknown": unknown,

@@ -81,7 +81,9 @@ def debate_spec(debate: Debate) -> DebateSpec:
     seats = list(debate.seats.select_related("persona__library", "provider"))
 
     def client_key(seat):
-        return clients.human_key(seat) if seat.for_a_person else clients.seat_key(seat.provider, seat.model)
+        if seat.for_a_person:
+            return clients.human_key(seat)
+        return clients.seat_key(seat.provider, seat.model, seat.reasoning_effort)
 
     completed = {
         t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)

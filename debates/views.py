@@ -99,7 +99,13 @@ def _start_page(request, form: DebateForm) -> dict:
     mode = str(form["mode"].value() or "") if form.is_bound else ""
     # Documents read on this post stay with the page (a file input cannot be refilled).
     read = getattr(form, "cleaned_data", {}).get("documents") if form.is_bound else None
-    advanced = [form["provider"], form["model"], form["seat_models"], *(o.field for o in form.placed("advanced"))]
+    advanced = [
+        form["provider"],
+        form["model"],
+        form["reasoning_effort"],
+        form["seat_models"],
+        *(o.field for o in form.placed("advanced")),
+    ]
     return {
         "carried_documents": [d["name"] for d in read or []],
         "carried_json": json.dumps(read, ensure_ascii=False) if read else "",
@@ -292,7 +298,8 @@ def export_md(request, pk, part: str = "both"):
     """The report as Markdown, in the reader's language: the verdict and the transcript together
     (`export.md`), or one of them (`report.md`, `transcript.md`, named as the panel's archive is)."""
     debate = viewable_debate(request, pk, request.GET.get("share"))
-    body = exports.export_markdown(debate, request.user, part)
+    thinking = request.GET.get("thinking") == "1"  # the models' thinking, only when asked
+    body = exports.export_markdown(debate, request.user, part, thinking=thinking)
     if body is None:
         return HttpResponseBadRequest(_("This debate has no report yet."))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")

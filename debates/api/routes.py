@@ -143,9 +143,11 @@ def _detail(request, debate: Debate) -> dict:
                 "attempt": len(t.history),
                 # As the stream sends it: without invisible controls.
                 "text": strip_invisible(t.text),
+                "thinking": strip_invisible(t.thinking),  # a reasoning model's, never part of the text
                 "error": error_for(t.error, internals),
                 "prompt_tokens": t.prompt_tokens,
                 "completion_tokens": t.completion_tokens,
+                "reasoning_tokens": t.reasoning_tokens,
             }
             for t in debate.turns.all()
         ],
@@ -163,7 +165,11 @@ def _start_values(payload: DebateStart) -> dict:
         values[human_field(slug)] = "on"
     for slug, name in payload.invites.items():
         values[invite_field(slug)] = name
-    values["seat_models"] = "\n".join(f"{slug} = {model}" for slug, model in payload.seat_models.items())
+    lines = []
+    for slug, choice in payload.seat_models.items():  # "model", or {"model", "reasoning_effort"}
+        spec = choice if isinstance(choice, str) else f"{choice.model} {choice.reasoning_effort}".rstrip()
+        lines.append(f"{slug} = {spec}")
+    values["seat_models"] = "\n".join(lines)
     if payload.provider:
         provider = Provider.objects.filter(name=payload.provider).first()
         values["provider"] = provider.pk if provider else payload.provider  # the form refuses an unknown one
@@ -255,9 +261,9 @@ def resume(request, pk: int):
         "text/markdown", {"type": "string"}, "The web export's Markdown. 409: no report yet."
     ),
 )
-def export_md(request, pk: int, part: Literal["both", "report", "transcript"] = "both"):
+def export_md(request, pk: int, part: Literal["both", "report", "transcript"] = "both", thinking: bool = False):
     debate = _viewable(request.user, pk)
-    body = exports.export_markdown(debate, request.user, part)
+    body = exports.export_markdown(debate, request.user, part, thinking=thinking)
     if body is None:
         raise HttpError(409, _("This debate has no report yet."))
     reply = HttpResponse(body, content_type="text/markdown; charset=utf-8")

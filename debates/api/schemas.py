@@ -33,6 +33,11 @@ class OpenBody(BaseModel):
         return self.model_dump(**kwargs)
 
 
+class SeatModel(BaseModel):
+    model: str = Field(description="A model, or provider/model.")
+    reasoning_effort: Literal["", "low", "medium", "high"] = ""
+
+
 class DebateStart(OpenBody):
     """The start form's fields (see the New debate page for what each does), and every
     registered format's options, made from their descriptions (`debates.options`): they travel
@@ -52,8 +57,13 @@ class DebateStart(OpenBody):
     search: str = Field("", description='Web research: "" none, "env" the server\'s, or "p<id>" a search provider.')
     provider: str | None = Field(None, description="A provider's name; default: the environment's.")
     model: str = ""
-    seat_models: dict[str, str] = Field(
-        default_factory=dict, description="Per-seat models: persona id → model, or provider/model."
+    reasoning_effort: Literal["", "low", "medium", "high"] = Field(
+        "", description="The debate's reasoning model's effort; empty: the provider's setting (a reasoning model only)."
+    )
+    seat_models: dict[str, str | SeatModel] = Field(
+        default_factory=dict,
+        description="Per-seat models: persona id → model, or provider/model, optionally followed by a reasoning "
+        'effort ("openai/o4-mini high"); or {"model", "reasoning_effort"}.',
     )
 
     @model_validator(mode="before")
@@ -93,6 +103,7 @@ class Links(Schema):
 class Tokens(Schema):
     prompt: int
     completion: int
+    reasoning: int = Field(0, description="Of `completion`, the tokens reasoning models spent thinking.")
     estimated: bool
     cap: int | None
     cost_usd: float
@@ -129,9 +140,11 @@ class TurnOut(Schema):
     state: Literal["running", "done", "failed", "interrupted"]
     attempt: int = Field(description="0, or how often the turn was started again (retried, regenerated).")
     text: str
+    thinking: str = Field("", description="A reasoning model's thinking, kept apart: never part of `text`.")
     error: str
     prompt_tokens: int
-    completion_tokens: int
+    completion_tokens: int = Field(description="Output tokens, the thinking's included.")
+    reasoning_tokens: int = Field(0, description="Of `completion_tokens`, those the thinking used.")
 
 
 class ReportOut(Schema):

@@ -19,6 +19,7 @@ class LedgerEntry:
     completion_tokens: int
     estimated: bool = False
     cost: float | None = 0.0  # USD; None: a call whose price is unknown
+    reasoning_tokens: int = 0  # of completion_tokens, the thinking's (priced and capped as output)
 
     @property
     def total(self) -> int:
@@ -46,14 +47,27 @@ class Ledger:
         self.research["seconds"] = round(self.research["seconds"] + seconds, 2)
         self.research["fetched_tokens"] += fetched_tokens
 
-    def charge(self, key: str, prompt_tokens: int, completion_tokens: int, *, estimated=False, exempt=False, cost=0.0):
+    def charge(
+        self,
+        key: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        estimated=False,
+        exempt=False,
+        cost=0.0,
+        reasoning=0,
+    ):
+        """`completion_tokens` include the thinking's (`reasoning` of them), as servers count them:
+        thinking is paid as output and counts against the cap like any output."""
         # A key charged twice (a turn sent back once) accumulates: both calls were paid for.
         entry = self.entries.get(key)
         if entry is None:
-            self.entries[key] = LedgerEntry(key, prompt_tokens, completion_tokens, estimated, cost)
+            self.entries[key] = LedgerEntry(key, prompt_tokens, completion_tokens, estimated, cost, reasoning)
         else:
             entry.prompt_tokens += prompt_tokens
             entry.completion_tokens += completion_tokens
+            entry.reasoning_tokens += reasoning
             entry.estimated = entry.estimated or estimated
             entry.cost = None if entry.cost is None or cost is None else entry.cost + cost
         if exempt:
@@ -66,6 +80,10 @@ class Ledger:
     @property
     def completion_tokens(self) -> int:
         return sum(e.completion_tokens for e in self.entries.values())
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return sum(e.reasoning_tokens for e in self.entries.values())
 
     @property
     def total(self) -> int:
@@ -105,6 +123,7 @@ class Ledger:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            **({"reasoning_tokens": self.reasoning_tokens} if self.reasoning_tokens else {}),
             "total": self.total,
             "cap": self.cap,
             "reserve": self.reserve,
@@ -119,6 +138,7 @@ class Ledger:
                     "prompt": e.prompt_tokens,
                     "completion": e.completion_tokens,
                     "estimated": e.estimated,
+                    **({"reasoning": e.reasoning_tokens} if e.reasoning_tokens else {}),
                     **({"cost": e.cost} if e.cost is not None else {}),  # absent: no known price
                 }
                 for k, e in self.entries.items()

@@ -61,6 +61,7 @@ class Reply:
     completion: Completion
     capped: bool
     ceiling: int
+    thinking: str = ""  # shown apart, kept apart: never part of `text`
 
 
 class DebateContext:
@@ -242,6 +243,7 @@ class DebateContext:
         """The reply, each delta sent to the sink as it comes, within the reply ceiling and the
         turn's deadline. A failure (the deadline, the provider, a stop) is recorded with the text
         so far (`_fail`) and ends the debate (`DebateAborted`) or goes on up (a stop)."""
+        relay = ThinkingRelay(plan.key, self.emit)
         stream = client.stream(
             plan.messages,
             max_tokens=plan.max_tokens,
@@ -249,6 +251,7 @@ class DebateContext:
             temperature=self.spec.options.temperature,
             extra=plan.extra,
             key=plan.key,
+            on_thinking=relay,
         )
         parts: list[str] = []
         meter = ReplyMeter(reply_ceiling(plan.max_tokens))
@@ -265,6 +268,7 @@ class DebateContext:
                         break
         except TimeoutError:
             await _close(stream)
+            relay.cancel()
             reason = message_text(
                 gettext_noop(
                     "the turn ran past its deadline of %(seconds)s s (AGORA_TURN_DEADLINE) without finishing; "
@@ -272,19 +276,23 @@ class DebateContext:
                 ),
                 seconds=f"{self.spec.turn_deadline:g}",
             )
-            await self._fail(plan, "".join(parts), reason)
+            await self._fail(plan, "".join(parts), reason, relay.text)
             failed = message_text("%(speaker)s: %(error)s", speaker=plan.speaker.name, error=reason)
             raise DebateAborted(failed) from None
         except ProviderError as error:
-            await self._fail(plan, "".join(parts) or error.partial_text, str(error))
+            relay.cancel()
+            thinking = relay.text or getattr(error, "partial_thinking", "")
+            await self._fail(plan, "".join(parts) or error.partial_text, str(error), thinking)
             message = message_text("%(speaker)s: %(error)s", speaker=plan.speaker.name, error=verbatim(str(error)))
             raise DebateAborted(message) from error
         except asyncio.CancelledError:
-            await self._fail(plan, "".join(parts), "stopped")
+            relay.cancel()
+            await self._fail(plan, "".join(parts), "stopped", relay.text)
             raise
         if capped:
             await _close(stream)
-        return Reply("".join(parts), stream.completion, capped, meter.ceiling)
+        await relay.drain()  # every piece of thinking shown before the turn is settled
+        return Reply("".join(parts), stream.completion, capped, meter.ceiling, stream.completion.thinking or relay.text)
 
     async def _settle(self, plan: TurnPlan, reply: Reply, latency: float) -> TurnResult:
         """The streamed reply made a turn: cut and marked when capped (its usage estimated, the
@@ -292,11 +300,14 @@ class DebateContext:
         completion = reply.completion
         if reply.capped:
             raw = reply.text + CAPPED_MARK
+            thinking = reply.thinking
             completion = Completion(
                 raw,
                 estimate_messages_tokens(plan.messages),
-                estimate_tokens(reply.text),
+                estimate_tokens(reply.text) + estimate_tokens(thinking),
                 usage_estimated=True,
+                thinking=thinking,
+                reasoning_tokens=estimate_tokens(thinking),
             )
         else:
             raw = completion.text or reply.text
@@ -318,6 +329,7 @@ class DebateContext:
             estimated=completion.usage_estimated,
             exempt=plan.exempt_from_cap,
             cost=cost,
+            reasoning=completion.reasoning_tokens or estimate_tokens(reply.thinking),
         )
         result = TurnResult(
             plan.key,
@@ -342,16 +354,66 @@ class DebateContext:
                 latency=latency,
                 data=data,
                 cost=cost,
+                thinking=reply.thinking,
+                reasoning_tokens=completion.reasoning_tokens or estimate_tokens(reply.thinking),
             )
         )
         return result
 
-    async def _fail(self, plan: TurnPlan, partial: str, reason: str) -> None:
+    async def _fail(self, plan: TurnPlan, partial: str, reason: str, thinking: str = "") -> None:
         prompt_tokens = sum(estimate_tokens(m["content"]) for m in plan.messages)
-        completion_tokens = estimate_tokens(partial)
+        completion_tokens = estimate_tokens(partial) + estimate_tokens(thinking)  # thinking is output too
         cost = self._cost(plan, prompt_tokens, completion_tokens)
-        self.ledger.charge(plan.key, prompt_tokens, completion_tokens, estimated=True, cost=cost)
-        await self.emit(ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens, cost))
+        self.ledger.charge(
+            plan.key, prompt_tokens, completion_tokens, estimated=True, cost=cost, reasoning=estimate_tokens(thinking)
+        )
+        await self.emit(
+            ev.TurnFailed(plan.key, reason, partial, prompt_tokens, completion_tokens, cost, partial_thinking=thinking)
+        )
+
+
+class ThinkingRelay:
+    """A reply's thinking, from the client's synchronous `on_thinking` callback to the sink as
+    `ThinkingDelta`s, in order. The callback may run many times before the reply's first answer
+    delta gives the turn control back (a model thinking for a minute), so pieces queue here and
+    one task at a time emits them; `drain` waits for the last. The thinking never joins the
+    turn's text: the format reads only `Completion.text`."""
+
+    def __init__(self, key: str, emit) -> None:
+        self.key = key
+        self._emit = emit
+        self._parts: list[str] = []  # everything, for a failed turn's record
+        self._queue: list[str] = []
+        self._task: asyncio.Task | None = None
+
+    def __call__(self, piece: str) -> None:
+        if not piece:
+            return
+        self._parts.append(piece)
+        self._queue.append(piece)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._send())
+
+    async def _send(self) -> None:
+        while self._queue:
+            text = "".join(self._queue)
+            self._queue.clear()
+            await self._emit(ev.ThinkingDelta(self.key, text))
+
+    async def drain(self) -> None:
+        if self._task is not None and not self._task.done():
+            await self._task
+        await self._send()
+
+    def cancel(self) -> None:
+        """A failed or stopped turn: nothing more is shown live (its record keeps all of it)."""
+        self._queue.clear()
+        if self._task is not None:
+            self._task.cancel()
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
 
 
 async def _close(stream) -> None:

@@ -55,6 +55,14 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True)
+class ThinkingDelta(Event):
+    """A piece of a reasoning model's thinking: shown apart from the turn's text, never part of it."""
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
 class TurnFinished(Event):
     key: str
     text: str
@@ -66,6 +74,8 @@ class TurnFinished(Event):
     data: dict[str, Any] = field(default_factory=dict)  # parsed structure (stance, citations, …)
     replayed: bool = False  # True when taken from an earlier run on resume
     cost: float | None = 0.0  # USD of this call; None: its model's price is unknown
+    thinking: str = ""  # the model's thinking, kept apart (never in `text`, `summary` or `data`)
+    reasoning_tokens: int = 0  # of completion_tokens, those the thinking used
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,7 @@ class TurnFailed(Event):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = 0.0
+    partial_thinking: str = ""
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,11 @@ def render_transcript(
     for turn in turns:
         phase = _t(titles.get(turn["phase"]), translate) or turn["phase"]
         heading = f"### {phase} · {translate('R%(n)d') % {'n': turn['round']}} · {turn['speaker_name']}"
-        body = [heading, (turn.get("text") or "").strip()]
+        body = [heading]
+        if turn.get("thinking"):  # only when the reader asked for it: never part of the speech
+            quoted = "\n".join(f"> {line}" for line in turn["thinking"].strip().splitlines())
+            body.append(f"*{translate('Thinking')}*:\n\n{quoted}")
+        body.append((turn.get("text") or "").strip())
         if turn.get("summary"):
             body.append(f"*{translate('Summary')}*: {turn['summary']}")
         for n, attempt in enumerate(turn.get("earlier") or [], start=1):
@@ -206,6 +210,8 @@ def render_transcript(
         "completion": ledger.get("completion_tokens", 0),
         "total": ledger.get("total", 0),
     }
+    if ledger.get("reasoning_tokens"):
+        line += " (" + translate("of which thinking: %(n)s") % {"n": ledger["reasoning_tokens"]} + ")"
     if ledger.get("estimated"):
         line += " " + translate("(partly estimated)")
     if ledger.get("cap"):
@@ -244,6 +250,8 @@ _WORDS = (
     gettext_noop("(partly estimated)"),
     gettext_noop("cap %(cap)d"),
     gettext_noop("Token ledger"),
+    gettext_noop("of which thinking: %(n)s"),
+    gettext_noop("Thinking"),
     gettext_noop("Earlier attempt %(n)d"),
     gettext_noop("cost $%(cost)s"),
     gettext_noop("(some prices unknown)"),

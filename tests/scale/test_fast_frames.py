@@ -22,10 +22,17 @@ def test_delta_is_the_partial(pk, text):
     assert fast_frames.delta(pk, text) == frames.part("delta", turn_pk=pk, text=text)
 
 
+@hsettings(max_examples=300, deadline=None)
+@given(pk=st.integers(1, 10**9), text=TEXT)
+def test_thinking_delta_is_the_partial(pk, text):
+    assert fast_frames.thinking(pk, text) == frames.thinking_delta(pk, text)
+
+
 METERS = st.fixed_dictionaries(
     {
         "prompt_tokens": st.integers(0, 10**7),
         "completion_tokens": st.integers(0, 10**7),
+        "reasoning_tokens": st.integers(0, 10**7) | st.just(0),
         "tokens_estimated": st.booleans(),
         "token_cap": st.none() | st.integers(1, 10**7),
         "cost": st.floats(0, 1000, allow_nan=False) | st.just(0.0) | st.floats(0, 0.0002),
@@ -38,9 +45,14 @@ METERS = st.fixed_dictionaries(
 
 
 @hsettings(max_examples=300, deadline=None)
-@given(state=METERS, streaming=st.integers(0, 5000), language=st.sampled_from(LANGUAGES))
-def test_meter_is_the_partial(state, streaming, language):
+@given(
+    state=METERS,
+    streaming=st.integers(0, 5000),
+    thinking=st.integers(0, 5000) | st.just(0),
+    language=st.sampled_from(LANGUAGES),
+)
+def test_meter_is_the_partial(state, streaming, thinking, language):
     debate = Debate(question="q", **state)
     with translation.override(language):
-        expected = frames.meter(debate, streaming)
-    assert fast_frames.meter(debate, streaming, language) == expected
+        expected = frames.meter(debate, streaming, thinking)
+    assert fast_frames.meter(debate, streaming, language, thinking) == expected
