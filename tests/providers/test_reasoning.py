@@ -376,9 +376,9 @@ async def test_hidden_thinking_that_eats_the_allowance_says_so(make_client):
 
 
 async def test_thinking_ends_the_first_token_wait(server, make_client):
-    # The answer's first token comes after 1.2 s of thinking; the first-token limit is 0.6 s.
-    server.enqueue(Reply(ANSWER, thinking=" ".join(["step"] * 8), token_delay=0.15))
-    text, _ = await run(make_client(model="deepseek-reasoner", first_token_timeout=0.6, request_timeout=2.0))
+    # The answer's first token comes after 1.8 s of thinking; the first-token limit is 1 s.
+    server.enqueue(Reply(ANSWER, thinking=" ".join(["step"] * 12), token_delay=0.15))
+    text, _ = await run(make_client(model="deepseek-reasoner", first_token_timeout=1.0, request_timeout=2.0))
     assert text == ANSWER
 
 
