@@ -427,8 +427,9 @@ class DebateForm(forms.Form):
 def _effort_of(spec: str) -> tuple[str, str]:
     """A seat line's model and its reasoning effort: "openai/o4-mini high" → ("openai/o4-mini", "high")."""
     head, _sep, last = spec.rpartition(" ")
-    if head.strip() and last.lower() in EFFORTS:
-        return head.strip(), last.lower()
+    last = {"低": "low", "中": "medium", "高": "high"}.get(last, last.lower())
+    if head.strip() and last in EFFORTS:
+        return head.strip(), last
     return spec, ""
 
 
