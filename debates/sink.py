@@ -323,6 +323,7 @@ class DjangoSink:
         Turn.objects.filter(debate_id=self.debate_id, key=event.key).update(
             text=storable(event.partial_text),
             thinking=storable(event.partial_thinking or self.thoughts.get(event.key, "")),
+            reasoning_tokens=estimate_tokens(event.partial_thinking),  # as the engine charged it
             state=Turn.State.INTERRUPTED if event.error == "stopped" else Turn.State.FAILED,
             error=event.error,
             prompt_tokens=event.prompt_tokens,

@@ -86,7 +86,9 @@ def debate_spec(debate: Debate) -> DebateSpec:
         return clients.seat_key(seat.provider, seat.model, seat.reasoning_effort)
 
     completed = {
-        t.key: CompletedTurn(t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data)
+        t.key: CompletedTurn(
+            t.key, t.text, t.summary, t.prompt_tokens, t.completion_tokens, t.data, reasoning_tokens=t.reasoning_tokens
+        )
         for t in debate.turns.filter(state=Turn.State.DONE)
     }
     return DebateSpec(

@@ -177,6 +177,7 @@ class DebateContext:
             done.completion_tokens,
             exempt=plan.exempt_from_cap,
             cost=self._cost(plan, done.prompt_tokens, done.completion_tokens),
+            reasoning=done.reasoning_tokens,
         )
         result = TurnResult(
             plan.key,

@@ -72,6 +72,7 @@ class CompletedTurn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     data: dict[str, Any] = field(default_factory=dict)
+    reasoning_tokens: int = 0  # of completion_tokens, the thinking's
 
 
 @dataclass

@@ -26,7 +26,7 @@ from debates.exports import export_markdown, export_payload
 from debates.forms import create_debate, form_for
 from debates.models import Debate, Provider, Report, Turn
 from debates.sink import DjangoSink
-from testkit.fake_openai import FakeOpenAIServer, Reply
+from testkit.fake_openai import FakeOpenAIServer, Fault, Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -112,6 +112,29 @@ async def test_thinking_counts_against_the_token_cap_and_the_money(libraries, fa
     ledger = report.data["ledger"]
     assert ledger["counted_against_cap"] >= ledger["prompt_tokens"] + ledger["completion_tokens"] - 1
     assert ledger["completion_tokens"] >= ledger["reasoning_tokens"]
+
+
+async def test_a_resumed_debate_keeps_the_thinking_tokens_of_its_replayed_turns(libraries, fast_llm, alice):
+    fast_llm.script = thinker("reasoning_content")
+    prompts: list[str] = []
+
+    def second_turn(body: dict) -> bool:
+        prompt = json.dumps(body.get("messages"), ensure_ascii=False)
+        prompts.extend([prompt] if prompt not in prompts else [])
+        return prompts.index(prompt) == 1
+
+    fast_llm.inject(Fault.disconnect(after=3), times=1, when=second_turn)
+    debate, errors = await database_sync_to_async(create_debate)(
+        {"topic": QUESTION, "format": "duel", "rounds": 1}, alice
+    )
+    assert not errors
+    assert await runner.execute(debate.pk) == "failed"
+    failed = await Turn.objects.aget(debate=debate, state="failed")
+    assert MARK in failed.thinking and failed.reasoning_tokens > 0, "a failed turn keeps the thinking it streamed"
+    assert await runner.execute(debate.pk) == "done"
+    report = await Report.objects.aget(debate=debate)
+    turns = [t async for t in Turn.objects.filter(debate=debate)]
+    assert report.data["ledger"]["reasoning_tokens"] == sum(t.reasoning_tokens for t in turns)
 
 
 async def _frames_of(debate_id: int, language: str, run) -> list[dict]:
