@@ -316,3 +316,35 @@ async def test_a_provider_learns_once_and_sends_its_effort(libraries, alice):
 
     assert "max_completion_tokens" in ProviderAdmin.learnt(None, provider)
     assert "learnt" in ProviderAdmin.readonly_fields
+
+
+async def test_a_moderated_debate_on_a_think_tag_model_keeps_every_speech_clean(libraries, fast_llm, alice):
+    """`<think>…</think>` in the content (a reasoning model behind a server without a reasoning
+    parser): the moderator's and the debaters' speeches, the summaries, the parts and the report
+    hold none of it, and no later prompt does."""
+    fast_llm.script = thinker("tags")
+    values = {"topic": QUESTION, "format": "moderated", "personas": ["socrates", "confucius"]}
+    debate, errors = await database_sync_to_async(create_debate)(values, alice)
+    assert not errors, errors
+    assert await runner.execute(debate.pk) == "done"
+    turns = [t async for t in Turn.objects.filter(debate=debate)]
+    assert len(turns) >= 4 and all(MARK in t.thinking for t in turns)
+    stored = await database_sync_to_async(_everything_but_thinking)(debate)
+    assert MARK not in stored and "<think>" not in stored and "</think>" not in stored
+    for request in fast_llm.requests:
+        assert MARK not in json.dumps(request.body, ensure_ascii=False)
+
+
+def test_the_admin_shows_what_a_provider_learnt_read_only(superuser, client):
+    provider = Provider.objects.create(
+        name="oai",
+        base_url="https://api.openai.com/v1",
+        default_model="house-model",
+        learnt_params={"house-model": {"max_tokens": "max_completion_tokens", "temperature": None}},
+    )
+    client.force_login(superuser)
+    page = client.get(f"/admin/debates/provider/{provider.pk}/change/").content.decode()
+    assert "what this server refused, learnt from its errors" in page
+    assert "house-model: max_tokens → max_completion_tokens; temperature: not sent" in page
+    assert 'name="learnt_params"' not in page, "read-only: learnt from the server, not typed"
+    assert 'name="reasoning_effort"' in page
