@@ -25,7 +25,7 @@ from django.test import override_settings
 from debates import runner
 from debates.exports import export_markdown, export_payload
 from debates.forms import create_debate
-from debates.models import Debate, Report, Turn
+from debates.models import Debate, Provider, Report, Turn
 from debates.providers.base import estimate_tokens
 from testkit.conformance.server import THINKING_MARKER, ReplayServer, families, load, refusal
 
@@ -33,10 +33,6 @@ QUESTION = "念佛与参禅，哪条路更适合现代人修行？"
 FAMILIES = families()
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 TEST_ID = "tests/providers/test_conformance.py::test_one_round_duel[{family}]"
-
-
-def _fields(model) -> set[str]:
-    return {f.name for f in model._meta.get_fields()}
 
 
 def _without_thinking(value):
@@ -88,8 +84,6 @@ async def test_one_round_duel(family, libraries, alice):
 
     assert outcome == "done", (debate.status_detail, [t.error for t in turns])
     assert [t.state for t in turns] == ["done"] * 3, [(t.key, t.state, t.error) for t in turns]
-    turn_fields = _fields(Turn)
-
     for turn in turns:
         sent = [e for e in server.answered if e.messages == turn.messages]
         assert sent, f"{turn.key}: the server never answered this turn's prompt"
@@ -101,26 +95,21 @@ async def test_one_round_duel(family, libraries, alice):
             usage = transcript["usage"]
             assert (turn.prompt_tokens, turn.completion_tokens) == (usage["prompt_tokens"], usage["completion_tokens"])
             assert not turn.usage_estimated, turn.key
-        if "reasoning_tokens" in turn_fields:
-            wanted = expect["reasoning_tokens"]
-            if wanted == "estimated":  # no breakdown from the server: counted from the thinking
-                assert turn.reasoning_tokens == estimate_tokens(exchange.thinking.strip()) > 0, turn.key
-            else:
-                assert turn.reasoning_tokens == wanted, turn.key
-        if "thinking" in turn_fields:
-            # Kept on the turn where the family sends it; nothing where it does not.
-            assert turn.thinking.strip() == exchange.thinking.strip(), (turn.key, turn.thinking)
+        wanted = expect["reasoning_tokens"]
+        if wanted == "estimated":  # no breakdown from the server: counted from the thinking
+            assert turn.reasoning_tokens == estimate_tokens(exchange.thinking.strip()) > 0, turn.key
+        else:
+            assert turn.reasoning_tokens == wanted, turn.key
+        # Kept on the turn where the family sends it; nothing where it does not.
+        assert turn.thinking.strip() == exchange.thinking.strip(), (turn.key, turn.thinking)
 
     # The debate's ledger is its turns' (nothing failed, so nothing estimated beside them), the
     # thinking's tokens among the output.
     assert debate.prompt_tokens == sum(t.prompt_tokens for t in turns)
     assert debate.completion_tokens == sum(t.completion_tokens for t in turns)
-    if "reasoning_tokens" in turn_fields and "reasoning_tokens" in _fields(Debate):
-        assert debate.reasoning_tokens == sum(t.reasoning_tokens for t in turns)
-        assert payload["tokens"]["reasoning"] == debate.reasoning_tokens
-        assert debate.reasoning_tokens <= debate.completion_tokens or not any(
-            _usage_sent(transcript, e) for e in server.answered
-        )
+    assert debate.reasoning_tokens == sum(t.reasoning_tokens for t in turns)
+    assert payload["tokens"]["reasoning"] == debate.reasoning_tokens
+    assert debate.reasoning_tokens <= debate.completion_tokens
 
     # No thinking anywhere else: stored text, summaries, the report, both exports, later prompts.
     for turn in turns:
@@ -159,10 +148,6 @@ async def test_one_round_duel(family, libraries, alice):
 async def test_what_a_provider_learnt_is_not_paid_again_by_the_next_debate(libraries, alice):
     """A reasoning deployment whose name says nothing (Azure): the first debate learns from the
     400s, each parameter once; the next debate on the same Provider row and model pays none."""
-    from debates.models import Provider
-
-    if "learnt_params" not in _fields(Provider):
-        pytest.skip("Provider.learnt_params is not there yet")
     family = "azure-openai-reasoning"
     transcript = load(family)
     with (
