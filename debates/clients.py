@@ -244,7 +244,9 @@ def override_key(override: dict) -> str | None:
 
 
 async def close(pool: ClientPool | None) -> None:
-    """Close a debate's HTTP connections; the process-wide local model client stays open."""
+    """Close a debate's HTTP connections; the process-wide local model client stays open. What
+    its servers taught (`remember`) is saved first: a worker may end its loop after the debate."""
+    await learnt_saved()
     if pool is None:
         return
     for client in pool.all():

@@ -296,8 +296,7 @@ async def test_a_provider_learns_once_and_sends_its_effort(libraries, alice):
             name="oai", base_url=server.base_url, default_model="house-model", reasoning_effort="low"
         )
         with override_settings(AGORA_PROVIDER_RETRIES=1, AGORA_PROVIDER_BACKOFF=0.01):
-            first = await run_duel(alice, provider=provider.pk)
-            await clients.learnt_saved()
+            first = await run_duel(alice, provider=provider.pk)  # its end waits for the row's write
             refused = [r for r in server.requests if r.status == 400]
             assert refused, "the first debate met the server's refusals"
             await provider.arefresh_from_db()
