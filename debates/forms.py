@@ -424,6 +424,28 @@ class DebateForm(forms.Form):
         return result
 
 
+def effort_hints() -> dict[str, str]:
+    """What the page's script needs to offer the reasoning effort only where the chosen model
+    reasons (static/js/agora.js): the families' names as a pattern, the models providers learnt
+    reason, each provider's default model and the server's. Without script the field stays and
+    the form refuses an effort for a model that does not reason."""
+    import json
+
+    from debates.clients import _default_learnt
+    from debates.providers import reasoning
+
+    providers = list(Provider.objects.filter(approved=True).only("pk", "default_model", "learnt_params"))
+    learnt = {model for p in providers for model, params in (p.learnt_params or {}).items() if reasons(p, model)}
+    learnt |= {model for model in _default_learnt if reasons(None, model)}
+    pattern = "|".join(f"(?:{rule.pattern})" for rule in (reasoning._OPENAI_REASONING, reasoning._OTHER_REASONING))
+    return {
+        "data-reasoning-pattern": pattern,
+        "data-reasoning-models": json.dumps(sorted(learnt)),
+        "data-provider-defaults": json.dumps({str(p.pk): p.default_model for p in providers}),
+        "data-default-model": effective_model(None, ""),
+    }
+
+
 def _effort_of(spec: str) -> tuple[str, str]:
     """A seat line's model and its reasoning effort: "openai/o4-mini high" → ("openai/o4-mini", "high")."""
     head, _sep, last = spec.rpartition(" ")

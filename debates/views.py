@@ -37,7 +37,7 @@ from debates import (
 from debates.access import can_control, shows_internals, viewable_debate, visible_debates
 from debates.engine import registry
 from debates.engine.report import RESEARCH_LINE
-from debates.forms import MAX_TOPIC, DebateForm, format_part, save_debate
+from debates.forms import MAX_TOPIC, DebateForm, effort_hints, format_part, save_debate
 from debates.models import (
     ACTIVE_STATUSES,
     FINAL_STATUSES,
@@ -99,6 +99,7 @@ def _start_page(request, form: DebateForm) -> dict:
     mode = str(form["mode"].value() or "") if form.is_bound else ""
     # Documents read on this post stay with the page (a file input cannot be refilled).
     read = getattr(form, "cleaned_data", {}).get("documents") if form.is_bound else None
+    form.fields["reasoning_effort"].widget.attrs.update(effort_hints())  # where the page offers it
     advanced = [
         form["provider"],
         form["model"],

@@ -30,6 +30,32 @@
     }
   });
 
+  // The start form offers a reasoning effort only where the chosen model thinks before it answers
+  // (o3, gpt-5, deepseek-reasoner...): the typed model, else the chosen provider's default, else
+  // the server's. A chosen effort is never hidden. The names come from the page (debates/forms.py).
+  function offerEffort() {
+    var effort = document.getElementById("id_reasoning_effort");
+    var field = document.getElementById("field-reasoning_effort");
+    if (!effort || !field) return;
+    var model = document.getElementById("id_model");
+    var provider = document.getElementById("id_provider");
+    var defaults = JSON.parse(effort.getAttribute("data-provider-defaults") || "{}");
+    var name = (model && model.value.trim()) || (provider && defaults[provider.value]) ||
+      effort.getAttribute("data-default-model") || "";
+    var known = JSON.parse(effort.getAttribute("data-reasoning-models") || "[]");
+    var rule = new RegExp("^(?:" + effort.getAttribute("data-reasoning-pattern") + ")$");
+    var reasons = rule.test(name.toLowerCase().split("/").pop()) || known.indexOf(name) >= 0;
+    field.hidden = !reasons && !effort.value;
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target.id === "id_model") offerEffort();
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "id_provider" || event.target.id === "id_model") offerEffort();
+  });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", offerEffort);
+  else offerEffort();
+
   // The setup link carries its code after "#", which no request (so no access log) contains:
   // copy it into the form, which posts it, and take it off the address bar and the history.
   var setupCode = document.getElementById("id_code");

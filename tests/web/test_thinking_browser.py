@@ -78,3 +78,26 @@ async def test_thinking_streams_collapsed_and_stays_after_a_reload(chromium, ago
         await shot(page, f"thinking-reloaded-{lang}-{size}")
     meter = await page.text_content("#debate-meter")
     assert any(word in meter for word in ("of which thinking", "思考")), meter
+
+
+@pytest.mark.parametrize("lang", LOCALES)
+async def test_the_start_form_offers_reasoning_effort_where_the_model_reasons(chromium, agora, lang):
+    page = await chromium.page(locale=LOCALES[lang], width=SIZES["phone"][0], height=SIZES["phone"][1])
+    await log_in(page, agora)
+    await page.goto(f"{agora.url}/debates/new/")
+    await page.click("details.advanced summary")
+    effort = page.locator("#field-reasoning_effort")
+    assert not await effort.is_visible(), "the server's own model does not reason: no effort offered"
+    await page.fill("#id_model", "o4-mini")
+    assert await effort.is_visible()
+    await page.select_option("#id_reasoning_effort", "high")
+    await effort.scroll_into_view_if_needed()
+    await shot(page, f"start-effort-{lang}-phone")
+    await fits(page, f"start-effort-{lang}")
+    await page.fill("#id_model", "gpt-4o-mini")
+    assert await effort.is_visible(), "a chosen effort stays in view (the form says why it is refused)"
+    await page.select_option("#id_reasoning_effort", "")
+    await page.fill("#id_model", "deepseek/deepseek-r1:14b")
+    assert await effort.is_visible()
+    await page.fill("#id_model", "gpt-4o-mini")
+    assert not await effort.is_visible()
