@@ -8,7 +8,8 @@ The events, each with the client's new cursor as its id:
 - `delta`      more text of a turn: append `text` (`offset`: the characters held before it);
 - `replace`    the turn's text is `text`, whole (its stored text no longer starts with what was
                streamed, e.g. the engine cut or parsed the finished reply);
-- `turn_done`  the turn ended (`state`, `error`); its text is complete, never resent;
+- `turn_done`  the turn ended (`state`, `error`, and a reasoning model's `thinking`, whole, apart
+               from the text); its text is complete, never resent;
 - `report`     the finished debate's report;
 - `status`     the debate's status and tokens, when they change (a state, not a delta: a reconnect
                is sent it again unless its id is at the debate's current seq);
@@ -44,6 +45,7 @@ class TurnRow:
     error: str
     attempt: int
     text: str = ""  # not read when the client holds the whole turn already
+    thinking: str = ""  # a reasoning model's, sent whole with `turn_done`
 
 
 @dataclass
@@ -86,9 +88,10 @@ def read(debate_id: int, follower: Follower, *, language: str, internals: bool) 
         if reset:
             follower.cursor = Cursor()
         wanted = [row.pk for row in rows if not _holds_all(follower.cursor, row)]
-        texts = dict(Turn.objects.filter(pk__in=wanted).values_list("pk", "text")) if wanted else {}
+        read_rows = Turn.objects.filter(pk__in=wanted).values_list("pk", "text", "thinking") if wanted else []
+        texts = {pk: (text, thinking) for pk, text, thinking in read_rows}
         for row in rows:
-            row.text = texts.get(row.pk, "")
+            row.text, row.thinking = texts.get(row.pk, ("", ""))
             row.error = error_for(row.error, internals)
         state = State(debate.seq, _status(debate, internals), rows, reset=reset or follower.rejected)
         follower.rejected = False
@@ -136,7 +139,8 @@ def changes(state: State, follower: Follower) -> Iterator[tuple[str, dict]]:
         yield from _text(row, mark)
         if row.state != Turn.State.RUNNING:
             mark.done = True
-            yield "turn_done", {"turn": row.pk, "state": row.state, "error": row.error}
+            done = {"turn": row.pk, "state": row.state, "error": row.error}
+            yield "turn_done", {**done, "thinking": strip_invisible(row.thinking)} if row.thinking else done
     if state.report is not None and not cursor.report:
         cursor.report = True
         yield "report", strip_invisible_deep(state.report)

@@ -347,3 +347,17 @@ def test_the_admin_shows_what_a_provider_learnt_read_only(superuser, client):
     assert "house-model: max_tokens → max_completion_tokens; temperature: not sent" in page
     assert 'name="learnt_params"' not in page, "read-only: learnt from the server, not typed"
     assert 'name="reasoning_effort"' in page
+
+
+async def test_the_event_stream_sends_thinking_with_turn_done_never_in_the_text(libraries, fast_llm, alice):
+    from debates.api import changes
+
+    fast_llm.script = thinker("reasoning_content")
+    debate = await run_duel(alice)
+    follower = changes.Follower(changes.Cursor())
+    state = await database_sync_to_async(changes.read)(debate.pk, follower, language="en", internals=False)
+    events = list(changes.changes(state, follower))
+    texts = [data["text"] for name, data in events if name in ("delta", "replace")]
+    done = [data for name, data in events if name == "turn_done"]
+    assert texts and all(MARK not in text for text in texts)
+    assert done and all(MARK in data["thinking"] for data in done)
