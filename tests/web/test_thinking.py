@@ -361,3 +361,27 @@ async def test_the_event_stream_sends_thinking_with_turn_done_never_in_the_text(
     done = [data for name, data in events if name == "turn_done"]
     assert texts and all(MARK not in text for text in texts)
     assert done and all(MARK in data["thinking"] for data in done)
+
+
+@pytest.mark.parametrize("model", ["o4-mini", "gpt-5-mini"])
+async def test_a_light_panel_on_an_openai_reasoning_model_ends_done(model, libraries, alice):
+    """OpenAI's reasoning models refuse `max_tokens`, a temperature and `stop` (the fake answers
+    400 as OpenAI documents) and keep their thinking hidden, only counted: the panel ends `done`,
+    its turns' reasoning tokens told apart, no request refused."""
+    hidden = lambda body: Reply(thinking=f"{MARK} hidden reasoning " * 5, thinking_as="hidden")  # noqa: E731
+    with (
+        FakeOpenAIServer(hidden, openai_reasoning=True) as server,
+        override_settings(
+            OPENAI_BASE_URL=server.base_url, AGORA_MODEL=model, AGORA_PROVIDER_RETRIES=1, AGORA_PROVIDER_BACKOFF=0.01
+        ),
+    ):
+        values = {"topic": "核心交易系统明年该不该迁到云上？", "format": "panel", "research_budget": "light"}
+        debate, errors = await database_sync_to_async(create_debate)(values, alice)
+        assert not errors, errors
+        assert await runner.execute(debate.pk) == "done"
+        assert not [r for r in server.requests if r.status == 400]
+        assert all("max_tokens" not in r.body and "stop" not in r.body for r in server.requests)
+    debate = await Debate.objects.aget(pk=debate.pk)
+    turns = [t async for t in Turn.objects.filter(debate=debate)]
+    assert all(t.reasoning_tokens > 0 and not t.thinking for t in turns), "hidden thinking: counted, not shown"
+    assert debate.reasoning_tokens == sum(t.reasoning_tokens for t in turns)
