@@ -146,6 +146,17 @@ def _reasoning_tokens(usage: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and value >= 0 else None
 
 
+def _unreported_thinking(usage: dict) -> int:
+    """Tokens `total_tokens` counts beyond prompt + completion when no breakdown came: a server that
+    leaves its thinking out of `completion_tokens` (Gemini's OpenAI-compatible endpoint) still
+    counts it in the total. Anything else (a total that is just the sum, or none) gives 0."""
+    try:
+        total, prompt, output = (int(usage.get(k) or 0) for k in ("total_tokens", "prompt_tokens", "completion_tokens"))
+    except (TypeError, ValueError):
+        return 0
+    return max(0, total - prompt - output) if total else 0
+
+
 class _Refused(ProviderError):
     """A 400 that names a parameter the model does not take (`kind`: the parameter itself, or
     the value sent): the client learns it and sends the request again without it."""
@@ -568,6 +579,11 @@ class OpenAICompatibleClient(LLMClient):
             completion.prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion.completion_tokens = int(usage.get("completion_tokens") or 0)
             completion.usage_estimated = False
+            hidden = _unreported_thinking(usage) if reasoning_tokens is None else 0
+            if hidden:
+                # Gemini's endpoint counts its thinking only in total_tokens: output it is, and paid as such
+                completion.completion_tokens += hidden
+                reasoning_tokens = hidden
             if reasoning_tokens is None and completion.thinking:
                 # no breakdown: the thinking's share, estimated, within the server's total
                 reasoning_tokens = min(estimate_tokens(completion.thinking), completion.completion_tokens)
