@@ -30,7 +30,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -39,47 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.procwatch import ProcfileServer, Sampler, alive, cpu, status_kb  # noqa: E402
 from testkit.big_body import send_body  # noqa: E402
 from testkit.servers import AgoraServer, prepare_database  # noqa: E402
 
 MB = 1024 * 1024
 GOAL_MB = 50
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 PATHS = ["/accounts/login/", "/healthz", "/api/v1/debates", "/debates/new/"]
-
-
-class ProcfileServer(AgoraServer):
-    """daphne with the Procfile's flags (the tests' AgoraServer leaves out --proxy-headers)."""
-
-    def command(self) -> list[str]:
-        return [*super().command()[:-1], "--proxy-headers", "agora.asgi:application"]
-
-
-def status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-class Sampler(threading.Thread):
-    def __init__(self, pid: int, every: float = 0.005):
-        super().__init__(daemon=True)
-        self.pid, self.every, self.peak_kb = pid, every, 0
-        self.stopping = threading.Event()
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                self.peak_kb = max(self.peak_kb, status_kb(self.pid, "VmRSS"))
-            except (OSError, ValueError):
-                return
-            time.sleep(self.every)
 
 
 def server_limit_mb(server: AgoraServer) -> float:
@@ -96,14 +61,6 @@ def server_limit_mb(server: AgoraServer) -> float:
         timeout=60,
     )
     return int(out.stdout.strip().splitlines()[-1]) / MB
-
-
-def alive(server: AgoraServer) -> bool:
-    try:
-        with urllib.request.urlopen(server.url + "/healthz", timeout=10) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def csrf_token(server: AgoraServer) -> str:
@@ -133,7 +90,7 @@ def one_case(
     pid = server.process.pid
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS now
     time.sleep(0.2)
-    baseline_kb, cpu_before = status_kb(pid, "VmRSS"), cpu_seconds(pid)
+    baseline_kb, cpu_before = status_kb(pid, "VmRSS"), cpu(pid)[0]
     sampler = Sampler(pid)
     sampler.start()
     outcome = send_body(
@@ -151,9 +108,9 @@ def one_case(
     sampler.join()
     try:
         peak_kb = max(status_kb(pid, "VmHWM"), sampler.peak_kb)
-        cpu = cpu_seconds(pid) - cpu_before
+        cpu_used = cpu(pid)[0] - cpu_before
     except OSError:  # the server died (out of memory)
-        peak_kb, cpu = sampler.peak_kb, float("nan")
+        peak_kb, cpu_used = sampler.peak_kb, float("nan")
     delta_mb = (peak_kb - baseline_kb) / 1024
     return {
         "path": path,
@@ -165,7 +122,7 @@ def one_case(
         "answered_early": outcome.early,
         "client_error": outcome.error,
         "seconds": round(outcome.seconds, 2),
-        "server_cpu_s": round(cpu, 2),
+        "server_cpu_s": round(cpu_used, 2),
         "baseline_mb": round(baseline_kb / 1024, 1),
         "peak_mb": round(peak_kb / 1024, 1),
         "delta_mb": round(delta_mb, 1),

@@ -33,7 +33,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -44,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.procwatch import ProcfileServer, Sampler, alive, cpu, status_kb  # noqa: E402
 from testkit.documents import (  # noqa: E402
     make_docx,
     make_docx_bomb,
@@ -58,7 +58,6 @@ from tests.web.formpage import errors_in  # noqa: E402
 MB = 1024 * 1024
 RSS_GOAL_MB = 20
 CPU_GOAL_S = 0.5
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 CASES = {
     "bomb": ("docx bomb: 1 GiB of zeros, says 1,000 B", "bomb.docx", lambda: make_docx_bomb(1024 * MB)),
@@ -101,43 +100,6 @@ CASES = {
 }
 
 
-class ProcfileServer(AgoraServer):
-    """daphne with the Procfile's flags (the tests' AgoraServer leaves out --proxy-headers)."""
-
-    def command(self) -> list[str]:
-        return [*super().command()[:-1], "--proxy-headers", "agora.asgi:application"]
-
-
-def status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def cpu(pid: int) -> tuple[float, float]:
-    """(the process's own CPU seconds, its waited-for children's)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    own = (int(fields[11]) + int(fields[12])) / CLK_TCK
-    children = (int(fields[13]) + int(fields[14])) / CLK_TCK
-    return own, children
-
-
-class Sampler(threading.Thread):
-    def __init__(self, pid: int, every: float = 0.005):
-        super().__init__(daemon=True)
-        self.pid, self.every, self.peak_kb = pid, every, 0
-        self.stopping = threading.Event()
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                self.peak_kb = max(self.peak_kb, status_kb(self.pid, "VmRSS"))
-            except (OSError, ValueError):
-                return
-            time.sleep(self.every)
-
-
 def post_document(browser: Browser, name: str, data: bytes, timeout: float) -> tuple[int, str]:
     """The start form with only the file (no question): (status, page)."""
     token = browser.token("/debates/new/")
@@ -168,14 +130,6 @@ def post_document(browser: Browser, name: str, data: bytes, timeout: float) -> t
             return response.status, response.read().decode(errors="replace")
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode(errors="replace")
-
-
-def alive(server: AgoraServer, timeout: float = 5) -> bool:
-    try:
-        with urllib.request.urlopen(server.url + "/healthz", timeout=timeout) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def one_case(server: AgoraServer, browser: Browser, key: str, timeout: float) -> dict:
