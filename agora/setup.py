@@ -71,7 +71,8 @@ def setup(request):
             if not no_account_yet():  # two tabs racing: the first one won
                 raise spent() from None
             form.add_error(
-                "code", _("This setup code is not valid (any more). Run manage.py setup_link for a new link.")
+                "code",
+                _("This setup code is not valid (any more). Run .venv/bin/python manage.py setup_link for a new link."),
             )
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")

@@ -247,3 +247,20 @@ def test_the_code_never_reaches_daphnes_access_log(tmp_path, template_db, fake_l
     log = server.log_path.read_text(errors="replace")
     assert '"GET /setup/" 200' in log and '"POST /setup/" 302' in log, log[-2000:]  # the access log is on
     assert code not in log
+
+
+@pytest.mark.django_db
+def test_every_way_to_a_new_link_names_the_command_as_the_readme_does(alice):
+    """The README says `.venv/bin/python manage.py setup_link` (a fresh clone has no activated
+    virtualenv, so a bare `python` lacks Django): the terminal box, the setup page's refusal and the
+    login page say the same."""
+    command = ".venv/bin/python manage.py setup_link"
+    assert command in (ROOT / "README.md").read_text()
+    get_user_model().objects.all().delete()
+    out = StringIO()
+    call_command("setup_link", stdout=out)
+    box = out.getvalue()
+    assert command in box and not re.search(r"(?<![/\w])python manage\.py", box), box
+    refusal = Client(HTTP_ACCEPT_LANGUAGE="en").post("/setup/", owner_fields("x" * 43)).content.decode()
+    assert command in refusal
+    assert command in Client(HTTP_ACCEPT_LANGUAGE="en").get("/accounts/login/").content.decode()

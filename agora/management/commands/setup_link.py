@@ -26,5 +26,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"\n{bar}\n  No account yet. Open this one-time link to create the first account:\n\n"
             f"  {link}\n\n  (Or open {page} and enter the code {code}\n"
-            f"  It works once; `python manage.py setup_link` prints a new one.)\n{bar}\n"
+            f"  It works once; `.venv/bin/python manage.py setup_link` prints a new one.)\n{bar}\n"
         )
