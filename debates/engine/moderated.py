@@ -7,7 +7,9 @@ speeches → anti-pattern flags → the fixed verdict form. The chair never argu
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from debates.engine import research
@@ -82,22 +84,142 @@ def screen_seats(seats: list[SeatSpec]) -> tuple[list[SeatSpec], list[str], list
     return kept, dropped, warnings
 
 
-def recommend(question: str, pool: list[PersonaSpec], threshold: float = 0.5) -> list[tuple[PersonaSpec, float]]:
-    """Score each debater for a question in [0, 1]: keyword overlap, weighted by manifest density.
-    Scores under `threshold` are ignored, as the seed's router integration requires."""
-    q = normalise(question)
+# A Latin keyword matches whole words, and their common endings ("price" → "prices", "hire" →
+# "hiring"); CJK keywords match as substrings of the question (no spaces between Chinese words).
+_LATIN = re.compile(r"[a-z0-9]")
+_ENDINGS = "(?:s|es|d|ed|ing|er|ers)?"
+# Library protocol key: the debaters to seat, in order, when a question's keywords pick fewer than
+# two (without it: the library's densest manifests).
+GENERAL_PERSONAS = "general_personas"
+
+
+@functools.lru_cache(maxsize=4096)
+def _keyword_pattern(keyword: str) -> re.Pattern | None:
+    word = unicodedata.normalize("NFKC", keyword).lower().strip()
+    if not _LATIN.search(word):
+        return None
+    parts = [re.escape(part) for part in re.split(r"[\s\-_]+", word) if part]
+    body = r"[\s\-]*".join(parts)
+    forms = [body + _ENDINGS]
+    if word.endswith("e") and len(word) > 3:  # hire → hiring, hired
+        forms.append(body[:-1] + "(?:ing|ed|er|ers)")
+    return re.compile(r"(?<![a-z0-9])(?:" + "|".join(forms) + r")(?![a-z0-9])")
+
+
+def keyword_hits(question: str, keywords) -> list[str]:
+    """The keywords a question holds: Latin ones case-insensitively on word boundaries, the others
+    (Chinese) anywhere in it."""
+    lowered = unicodedata.normalize("NFKC", question).lower()
+    squeezed = normalise(question)
+    hits = []
+    for keyword in keywords:
+        if not keyword or not keyword.strip() or keyword in hits:
+            continue
+        pattern = _keyword_pattern(keyword)
+        found = pattern.search(lowered) if pattern else normalise(keyword) and normalise(keyword) in squeezed
+        if found:
+            hits.append(keyword)
+    return hits
+
+
+def _scored(question: str, pool: list[PersonaSpec]) -> list[tuple[PersonaSpec, float, list[str]]]:
     scored = []
     for persona in pool:
         if persona.kind != "debater":
             continue
         keywords = [k for k in persona.keywords if k]
-        hits = sum(1 for k in keywords if normalise(k) and normalise(k) in q)
-        overlap = min(1.0, hits / 2) if keywords else 0.0
+        hits = keyword_hits(question, keywords)
+        overlap = min(1.0, len(hits) / 2) if keywords else 0.0
         density = persona.density_score if persona.density_score not in (None, -1) else 0.0
         score = round(0.7 * overlap + 0.3 * min(1.0, density / 10), 3)
-        scored.append((persona, score))
+        scored.append((persona, score, hits))
     scored.sort(key=lambda item: (-item[1], item[0].slug))
-    return [(p, s) for p, s in scored if s >= threshold]
+    return scored
+
+
+def recommend(question: str, pool: list[PersonaSpec], threshold: float = 0.5) -> list[tuple[PersonaSpec, float]]:
+    """Score each debater for a question in [0, 1]: keyword overlap, weighted by manifest density.
+    Scores under `threshold` are ignored, as the seed's router integration requires."""
+    return [(p, s) for p, s, _hits in _scored(question, pool) if s >= threshold]
+
+
+@dataclass
+class Recommendation:
+    """Who sits when nobody is chosen: (persona, score, keywords matched), and why, when the
+    keywords alone did not pick two (`reason`, said in the suggestion and as a debate warning)."""
+
+    seats: list[tuple[PersonaSpec, float, list[str]]]
+    reason: Text | None = None
+
+    @property
+    def note(self) -> Text:
+        if self.reason:
+            return self.reason
+        matches = "; ".join(f"{p.name} — {', '.join(hits)}" for p, _score, hits in self.seats)
+        return text(gettext_noop("score ≥ 0.5, keywords matched: %(matches)s"), matches=matches)
+
+
+def recommend_seating(question: str, library: LibrarySpec, threshold: float = 0.5) -> Recommendation:
+    """The recommender's picks (score ≥ `threshold`, at most the table's size). Fewer than two:
+    never a refusal, a pair all the same, filled from personas whose keywords match only weakly,
+    then the library's general personas (protocol `general_personas`, else its densest
+    manifests), with the reason."""
+    scored = _scored(question, library.pool)
+    picks = [item for item in scored if item[1] >= threshold][: FORMAT.seating.count[1]]
+    if len(picks) >= 2:
+        return Recommendation(picks)
+    weak = [item for item in scored if item not in picks and item[2]]
+    named = list(library.protocol.get(GENERAL_PERSONAS) or [])
+    general = sorted(
+        (item for item in scored if item not in picks and not item[2]),
+        key=lambda item: (
+            named.index(item[0].slug) if item[0].slug in named else len(named),
+            -(item[0].density_score or 0),
+            item[0].slug,
+        ),
+    )
+    seats = picks + (weak + general)[: 2 - len(picks)]
+    if len(seats) < 2:
+        return Recommendation(seats)
+    matched = [p.name for p, _score, hits in seats if hits]
+    first, second = (p.name for p, _score, _hits in seats)
+    if not matched:
+        reason = text(
+            gettext_noop(
+                "No persona's keywords match this question, so two general voices sit: %(first)s and "
+                "%(second)s. Choose personas yourself for a closer fit."
+            ),
+            first=first,
+            second=second,
+        )
+    elif len(matched) == 1:
+        reason = text(
+            gettext_noop(
+                "Only %(fit)s matches this question's keywords, so %(added)s joins as a general voice. "
+                "Choose personas yourself for a closer fit."
+            ),
+            fit=matched[0],
+            added=second if matched[0] == first else first,
+        )
+    elif picks:
+        reason = text(
+            gettext_noop(
+                "Only %(fit)s fits this question well (score ≥ 0.5), so %(added)s joins, whose keywords match "
+                "it only weakly. Choose personas yourself for a closer fit."
+            ),
+            fit=first,
+            added=second,
+        )
+    else:
+        reason = text(
+            gettext_noop(
+                "%(first)s and %(second)s match this question's keywords only weakly (score under 0.5), "
+                "and no persona fits better. Choose personas yourself for a closer fit."
+            ),
+            first=first,
+            second=second,
+        )
+    return Recommendation(seats, reason)
 
 
 def schedule(mode: str, participants: list[Participant]) -> list[Participant]:
@@ -154,9 +276,9 @@ def _quotes_attributed(text: str, name: str) -> list[str]:
     return pattern.findall(text)
 
 
-def recommended_seats(question: str, pool: list[PersonaSpec]) -> list[SeatSpec]:
-    """Nobody named: the recommender's picks (scores under 0.5 ignored), at most the table's size."""
-    return [SeatSpec(p) for p, _score in recommend(question, pool)][: FORMAT.seating.count[1]]
+def recommended_seats(question: str, library: LibrarySpec) -> list[SeatSpec]:
+    """Nobody named: the recommender's seats (`recommend_seating`), at most the table's size."""
+    return [SeatSpec(p) for p, _score, _hits in recommend_seating(question, library).seats]
 
 
 async def _run(ctx: DebateContext) -> str:
@@ -171,7 +293,12 @@ async def _run(ctx: DebateContext) -> str:
             outcome="refused",
         )
     mode = chosen.name
-    seats = [s for s in spec.seats if s.persona.kind == "debater"] or recommended_seats(spec.question, library.pool)
+    seats = [s for s in spec.seats if s.persona.kind == "debater"]
+    if not seats:
+        recommendation = recommend_seating(spec.question, library)
+        seats = [SeatSpec(p) for p, _score, _hits in recommendation.seats]
+        if recommendation.reason:
+            await ctx.warn("recommender_fallback", recommendation.reason.msgid, **recommendation.reason.params)
     kept, dropped, low_density = screen_seats(seats)
     for reason in dropped:
         await ctx.warn(
@@ -435,20 +562,20 @@ class Moderated(Format):
                 message = gettext_noop("Between %(low)d and %(high)d in this library.")
                 problems[name] = text(message, low=low, high=high)
         if not personas and question.strip() and "personas" not in problems:
-            picks = recommended_seats(question, library.pool)
             if self.mode(options.mode).positions:
                 problems["personas"] = text(gettext_noop("Position-based: choose the personas and their sides."))
-            elif len(picks) < 2:
+            elif len(recommend_seating(question, library).seats) < 2:
                 problems["personas"] = text(
-                    gettext_noop("Fewer than two personas fit this question well enough: choose 2–8 personas yourself.")
+                    gettext_noop("The moderated library has fewer than two personas to seat: add personas to it first.")
                 )
         return problems
 
     def suggest(self, question, library: LibrarySpec, options=None) -> Suggestion:
         if not question.strip():
             return Suggestion()
-        picks = [(p, f"{score:.2f}") for p, score in recommend(question, library.pool)]
-        return Suggestion(picks[: self.seating.count[1]], text(gettext_noop("score ≥ 0.5")))
+        recommendation = recommend_seating(question, library)
+        picks = [(p, f"{score:.2f}") for p, score, _hits in recommendation.seats]
+        return Suggestion(picks, recommendation.note) if len(picks) >= 2 else Suggestion()
 
     async def run(self, ctx: DebateContext) -> str:
         return await _run(ctx)

@@ -127,6 +127,8 @@ def test_formats_and_protocols(manifests):
         "max_chars_range": [200, 2000],  # what a debate may set for itself
         "token_budget": 60000,
         "token_budget_range": [5000, 200000],
+        # who sits when a question's keywords pick fewer than two (debates/engine/moderated.py)
+        "general_personas": ["charlie-munger", "steve-jobs"],
     }
 
 
