@@ -186,6 +186,21 @@ async def watch_human_deadlines(interval: float = 1.0) -> None:
     while True:
         try:
             await database_sync_to_async(expire_human_turns)()
+        except asyncio.CancelledError:
+            log.info("the deadline watch ends: the server is stopping")
+            raise
+        except RuntimeError as error:
+            if not _shutting_down(error):
+                log.exception("the deadline watch failed; trying again")
+            else:  # the process is going: a normal end, not an error (the next start watches again)
+                log.info("the deadline watch ends: the server is shutting down")
+                return
         except Exception:  # a failed sweep must not end the watch
             log.exception("the deadline watch failed; trying again")
         await asyncio.sleep(interval)
+
+
+def _shutting_down(error: RuntimeError) -> bool:
+    """The error the sweep meets once the interpreter (or the server's thread pools) shut down:
+    `runserver`'s reloader and Ctrl-C end the main thread while the server's loop still ticks."""
+    return "cannot schedule new futures after" in str(error) or "Event loop is closed" in str(error)
