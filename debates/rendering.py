@@ -13,7 +13,9 @@ import re
 
 import markdown
 import nh3
+from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 from agora.text import strip_invisible
 
@@ -81,7 +83,30 @@ def render_markdown(text: str, top: int = 1) -> SafeString:
     )
     if top > 1:
         clean = _HEADING.sub(lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + top - 1)}", clean)
-    return mark_safe(clean)  # noqa: S308 - nh3 output is the sanitised form
+    return mark_safe(_icons(clean))  # noqa: S308 - nh3 output is the sanitised form
+
+
+# Symbols used as icons (the roundtable's veto, the reports' warnings) need an emoji font, which
+# many systems lack (an empty box then): on a page they become a CSS shape with a text
+# alternative. Exports keep the characters. Only text between tags is touched.
+_ICON_OR_TAG = re.compile(r'(<[^>"]*(?:"[^"]*"[^>"]*)*>)|(\u26d4\ufe0f?|\u26a0\ufe0f?)')
+
+
+def _icon(match: re.Match) -> str:
+    if match.group(1):
+        return match.group(1)
+    veto = match.group(2).startswith("\u26d4")
+    name, label = ("veto", gettext("Vetoed")) if veto else ("warn", gettext("Warning"))
+    return f'<span class="icon icon-{name}" role="img" aria-label="{html.escape(label)}"></span>'
+
+
+def _icons(safe_html: str) -> str:
+    return _ICON_OR_TAG.sub(_icon, safe_html)
+
+
+def with_icons(text) -> SafeString:
+    """Plain text (escaped unless already safe) with its icon symbols drawn as on a page."""
+    return mark_safe(_icons(str(conditional_escape(text))))  # noqa: S308 - escaped above
 
 
 # -- text that leaves as a file (exports) -------------------------------------------------------

@@ -4,7 +4,7 @@ from django.utils.translation import gettext
 from agora.text import strip_invisible
 from debates import exports
 from debates.engine.i18n import Text
-from debates.rendering import redact_urls, render_markdown
+from debates.rendering import redact_urls, render_markdown, with_icons
 
 register = template.Library()
 
@@ -13,6 +13,12 @@ register = template.Library()
 def markdown(text, top=1):
     """Sanitised Markdown (see debates.rendering); `top`: the level of its first headings."""
     return render_markdown(text, int(top))
+
+
+@register.filter
+def icons(text):
+    """Text whose icon symbols (⛔, ⚠️) are drawn as CSS shapes with a text alternative."""
+    return with_icons(text)
 
 
 @register.filter
