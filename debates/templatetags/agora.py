@@ -1,4 +1,5 @@
 from django import template
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.translation import gettext
 
 from agora.text import strip_invisible
@@ -13,6 +14,12 @@ register = template.Library()
 def markdown(text, top=1):
     """Sanitised Markdown (see debates.rendering); `top`: the level of its first headings."""
     return render_markdown(text, int(top))
+
+
+@register.filter
+def fields_with_errors(form) -> int:
+    """How many of a bound form's fields have an error (its non-field errors not counted)."""
+    return len([name for name in getattr(form, "errors", {}) if name != NON_FIELD_ERRORS])
 
 
 @register.filter

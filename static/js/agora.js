@@ -86,6 +86,26 @@
   else countAll();
   window.addEventListener("pageshow", countAll);
 
+  // A form sent back with errors (data-first-error on its summary): open what hides the first field
+  // in error, scroll it into view and focus it, so an error below the fold is not missed; with no
+  // field in error (only the form's own errors), the summary itself. Once per page load.
+  function focusFirstError() {
+    var summary = document.querySelector("[data-first-error]");
+    var form = summary && summary.closest("form");
+    if (!form) return;
+    var list = form.querySelector(".errorlist:not(.nonfield)");
+    var box = list && (list.closest(".field, fieldset") || list.parentElement);
+    var target = box && box.querySelector(
+      "input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled])");
+    target = target || summary;
+    for (var d = target.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+    target.focus({ preventScroll: true });
+    var shown = box || target;  // a tall box (the persona cards) from its top: legend and error first
+    shown.scrollIntoView({ block: shown.offsetHeight > window.innerHeight * 0.8 ? "start" : "center" });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusFirstError);
+  else focusFirstError();
+
   // A live page's socket closed by the server for a reason the viewer should know: say why,
   // in the words the page carries, and do not reconnect.
   document.addEventListener("htmx:wsClose", function (event) {
