@@ -114,7 +114,7 @@ def test_event_streams_are_capped_per_user_and_per_debate_together_with_websocke
         refused = held.enter_context(stream(alice, second[0]))
         assert refused.status_code == 429, "a fourth stream of one user (cap 3) is refused"
         assert refused.headers["content-type"].startswith("application/json")
-        assert "Too many live views" in refused.json()["detail"]
+        assert "打开的实时视图过多" in refused.json()["detail"], "said in the default language (zh-hans)"
         # Per debate (cap 4): alice's three and one of root's.
         assert held.enter_context(stream(root, first[0])).status_code == 200
         assert held.enter_context(stream(root, first[0])).status_code == 429

@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.test import Client, override_settings
+from django.utils import translation
 
 from debates import clients, frames, runner
 from debates.engine import events as ev
@@ -87,7 +88,10 @@ async def test_thinking_is_kept_on_the_turn_and_nowhere_else(style, libraries, f
     assert plain.status_code == asked.status_code == 200
     assert MARK not in plain.content.decode()
     shown = asked.content.decode()
-    assert shown.count(MARK) == len(speeches) and "*Thinking*:" in shown
+    # The transcript is in the question's language (Chinese here): its "Thinking" label too.
+    with translation.override("zh-hans"):
+        label = f"*{translation.gettext('Thinking')}*:"
+    assert shown.count(MARK) == len(speeches) and label in shown and label != "*Thinking*:"
     assert "<script>" not in shown, "thinking is untrusted text: inert in the Markdown too"
 
     # Its tokens: output, priced and counted as such, told apart in the ledger.
@@ -96,7 +100,9 @@ async def test_thinking_is_kept_on_the_turn_and_nowhere_else(style, libraries, f
     assert debate.completion_tokens >= sum(t.completion_tokens for t in turns)
     report = await Report.objects.aget(debate=debate)
     assert report.data["ledger"]["reasoning_tokens"] == debate.reasoning_tokens
-    page = (await sync_to_async(client.get)(f"/debates/{debate.pk}/report/")).content.decode()
+    page = (
+        await sync_to_async(client.get)(f"/debates/{debate.pk}/report/", HTTP_ACCEPT_LANGUAGE="en")
+    ).content.decode()
     assert f"of which thinking: {debate.reasoning_tokens}" in page, "the ledger's total tells thinking apart"
 
 
@@ -342,7 +348,7 @@ def test_the_admin_shows_what_a_provider_learnt_read_only(superuser, client):
         learnt_params={"house-model": {"max_tokens": "max_completion_tokens", "temperature": None}},
     )
     client.force_login(superuser)
-    page = client.get(f"/admin/debates/provider/{provider.pk}/change/").content.decode()
+    page = client.get(f"/admin/debates/provider/{provider.pk}/change/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "what this server refused, learnt from its errors" in page
     assert "house-model: max_tokens → max_completion_tokens; temperature: not sent" in page
     assert 'name="learnt_params"' not in page, "read-only: learnt from the server, not typed"
