@@ -101,7 +101,13 @@
     for (var d = target.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
     target.focus({ preventScroll: true });
     var shown = box || target;  // a tall box (the persona cards) from its top: legend and error first
-    shown.scrollIntoView({ block: shown.offsetHeight > window.innerHeight * 0.8 ? "start" : "center" });
+    var show = function () {
+      shown.scrollIntoView({ block: shown.offsetHeight > window.innerHeight * 0.8 ? "start" : "center" });
+    };
+    show();
+    // Fonts and late content above it can move it after this: once loaded, show it again unless
+    // the reader has moved on meanwhile.
+    window.addEventListener("load", function () { if (document.activeElement === target) show(); }, { once: true });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusFirstError);
   else focusFirstError();

@@ -38,7 +38,7 @@ async def test_a_failed_submit_opens_on_the_first_error_with_a_count(chromium, a
     assert re.search(r"\b2\b", summary) and ("need attention" in summary or "需要" in summary), summary
     focused = await page.evaluate("document.activeElement.closest('.field, fieldset')?.id")
     assert focused == "field-personas", focused
-    for _ in range(30):  # the scroll may be smooth
+    for _ in range(50):  # the scroll may be smooth, the page still loading
         top, bottom = await page.evaluate(
             "(() => { const r = document.activeElement.getBoundingClientRect(); return [r.top, r.bottom]; })()"
         )
