@@ -134,7 +134,12 @@ async def test_documents_and_searches_become_sources_seen_live_and_in_the_report
 
     html = (await sync_to_async(client.get)(f"/debates/{debate.pk}/report/")).content.decode()
     assert ">Sources</h3>" in html and "study.pdf · p. 1" in html
-    assert re.search(r"⚠️ 费曼 → \[S9\] “利润率翻倍”: no source with this number is in the evidence pack", html)
+    # The warning's ⚠️ is drawn as an icon with its text alternative (no emoji font needed).
+    assert re.search(
+        r'<span class="icon icon-warn" role="img" aria-label="Warning"></span> '
+        r"费曼 → \[S9\] “利润率翻倍”: no source with this number is in the evidence pack",
+        html,
+    )
     assert re.search(r'id="research-ledger">Research: 2 searches, [1-9]\d* pages fetched', html)
     link = re.search(r'<a href="([^"]+remote-study)" rel="([^"]+)"', html)
     assert link and "nofollow" in link.group(2)
