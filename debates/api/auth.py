@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils import translation
 from ninja.security import HttpBearer
 
 from debates.api import tokens
@@ -9,9 +10,17 @@ from debates.api import tokens
 
 class BearerToken(HttpBearer):
     def authenticate(self, request, token):
-        user = tokens.user_for(token)
-        if user is not None:
-            # The access rules (debates.access) read request.user, as the web views do.
-            request.user = user
-            request.api_token = token  # open streams ask again whether it still opens the API
-        return user
+        row = tokens.row_for(token)
+        if row is None:
+            return None
+        # The access rules (debates.access) read request.user, as the web views do.
+        request.user = row.user
+        request.api_token = token  # open streams ask again whether it still opens the API
+        # A request that asks for no language is answered in the token owner's (the one in force
+        # when the token was made). A sync operation runs in this thread and context; an async
+        # one (the stream) reads request.api_language.
+        request.api_language = tokens.language_for(request, row)
+        if request.api_language:
+            translation.activate(request.api_language)
+            request.LANGUAGE_CODE = request.api_language
+        return row.user

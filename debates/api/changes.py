@@ -30,6 +30,7 @@ from debates.api.cursor import Cursor, Mark
 from debates.models import FINAL_STATUSES, Debate, Report, Turn
 from debates.rendering import strip_invisible_deep
 from debates.templatetags.agora import error_for, tr
+from personas.models import name_in, names_by_language
 
 
 @dataclass
@@ -46,6 +47,8 @@ class TurnRow:
     attempt: int
     text: str = ""  # not read when the client holds the whole turn already
     thinking: str = ""  # a reasoning model's, sent whole with `turn_done`
+    speaker_name_en: str = ""
+    shown_name: str = ""  # the speaker's name in the stream's language
 
 
 @dataclass
@@ -81,8 +84,8 @@ def read(debate_id: int, follower: Follower, *, language: str, internals: bool) 
             return None
         columns = ("pk", "key", "position", "round", "phase", "speaker_slug", "speaker_name", "state", "error")
         rows = [
-            TurnRow(*values[:-1], attempt=len(values[-1]))
-            for values in debate.turns.order_by("pk").values_list(*columns, "history")
+            TurnRow(*values[:-2], attempt=len(values[-1]), speaker_name_en=values[-2])
+            for values in debate.turns.order_by("pk").values_list(*columns, "speaker_name_en", "history")
         ]
         reset = not _fits(follower.cursor, debate.seq, rows)
         if reset:
@@ -93,6 +96,7 @@ def read(debate_id: int, follower: Follower, *, language: str, internals: bool) 
         for row in rows:
             row.text, row.thinking = texts.get(row.pk, ("", ""))
             row.error = error_for(row.error, internals)
+            row.shown_name = name_in(language, row.speaker_name, row.speaker_name_en)
         state = State(debate.seq, _status(debate, internals), rows, reset=reset or follower.rejected)
         follower.rejected = False
         if not follower.cursor.report:
@@ -165,7 +169,9 @@ def _turn(row: TurnRow) -> dict:
         "round": row.round,
         "phase": row.phase,
         "speaker": row.speaker,
-        "speaker_name": strip_invisible(row.speaker_name),
+        # In the stream's language (the request's, else the token owner's), and in each language.
+        "speaker_name": strip_invisible(row.shown_name or row.speaker_name),
+        "speaker_names": names_by_language(row.speaker_name, row.speaker_name_en),
     }
 
 

@@ -28,7 +28,12 @@ def token_list(request):
     if request.method == "POST" and form.is_valid():
         _row, made = tokens.issue(request.user, form.cleaned_data["name"].strip())
         form = TokenForm()
-    context = {"form": form, "made": made, "tokens": request.user.api_tokens.all()}
+    context = {
+        "form": form,
+        "made": made,
+        "tokens": request.user.api_tokens.all(),
+        "base": request.build_absolute_uri("/").rstrip("/"),  # where this server is reached from here
+    }
     # The page that shows a new token is never cached: it is the only time the token is shown.
     response = render(request, "accounts/tokens.html", context)
     response["Cache-Control"] = "no-store"

@@ -14,6 +14,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
+from django.utils import translation
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from ninja import NinjaAPI, Query
@@ -22,16 +23,16 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from agora import body_limit
 from agora.text import strip_invisible
 from debates import access, control, exports, live_counts
-from debates.api import openapi, tokens
+from debates.api import openapi, starting, tokens
 from debates.api import stream as sse
 from debates.api.auth import BearerToken
 from debates.api.schemas import DebateDetail, DebatePage, DebateStart, DebateSummary, Error, InvalidInput
-from debates.engine import registry
-from debates.forms import form_for, human_field, invite_field, save_debate
-from debates.models import ACTIVE_STATUSES, Debate, Provider, Status
+from debates.forms import form_for, save_debate
+from debates.models import ACTIVE_STATUSES, Debate, Status
 from debates.rendering import strip_invisible_deep
 from debates.running_limit import RunningLimitReached
 from debates.templatetags.agora import error_for, tr
+from personas.models import names_by_language
 
 api = NinjaAPI(
     title="Agora API",
@@ -137,7 +138,8 @@ def _detail(request, debate: Debate) -> dict:
                 "round": t.round,
                 "phase": t.phase,
                 "speaker": t.speaker_slug,
-                "speaker_name": strip_invisible(t.speaker_name),
+                "speaker_name": t.speaker_in(),  # in the answer's language
+                "speaker_names": names_by_language(t.speaker_name, t.speaker_name_en),
                 "model": t.model if internals else "",
                 "state": t.state,
                 "attempt": len(t.history),
@@ -157,25 +159,6 @@ def _detail(request, debate: Debate) -> dict:
     }
 
 
-def _start_values(payload: DebateStart) -> dict:
-    """The JSON body as the start page would post it (`debates.forms.form_for`)."""
-    values = payload.dict(exclude={"take_seats", "invites", "seat_models", "provider", "format"})
-    values["format"] = payload.format or registry.names()[0]
-    for slug in payload.take_seats:
-        values[human_field(slug)] = "on"
-    for slug, name in payload.invites.items():
-        values[invite_field(slug)] = name
-    lines = []
-    for slug, choice in payload.seat_models.items():  # "model", or {"model", "reasoning_effort"}
-        spec = choice if isinstance(choice, str) else f"{choice.model} {choice.reasoning_effort}".rstrip()
-        lines.append(f"{slug} = {spec}")
-    values["seat_models"] = "\n".join(lines)
-    if payload.provider:
-        provider = Provider.objects.filter(name=payload.provider).first()
-        values["provider"] = provider.pk if provider else payload.provider  # the form refuses an unknown one
-    return values
-
-
 # -- operations ----------------------------------------------------------------------------------
 
 
@@ -186,7 +169,7 @@ def _start_values(payload: DebateStart) -> dict:
     description="The start form's fields and checks. 429: you already run as many debates as allowed.",
 )
 def start(request, payload: DebateStart):
-    form = form_for(_start_values(payload))
+    form = form_for(starting.form_values(payload))
     if not form.is_valid():
         return _invalid(request, {field: [str(m) for m in messages] for field, messages in form.errors.items()})
     try:
@@ -301,16 +284,19 @@ async def stream(
     ),
 ):
     await sync_to_async(_viewable)(request.user, pk)
+    # Authentication ran in a thread of its own: the token owner's language is on the request.
+    language = getattr(request, "api_language", None) or get_language()
     # One of the user's live-view slots, shared with the live page's WebSockets.
     slot = live_counts.counts.slot(live_counts.user_key(request.user), pk)
     if slot is None:
-        return 429, {"detail": _too_many_views()}
+        with translation.override(language):
+            return 429, {"detail": _too_many_views()}
     resume_from = request.headers.get("Last-Event-ID") or last_event_id
     token = request.api_token
     return sse.response(
         pk,
         resume_from,
-        language=get_language(),
+        language=language,
         internals=access.shows_internals(request.user),
         slot=slot,
         still_allowed=sync_to_async(lambda: tokens.is_live(token)),

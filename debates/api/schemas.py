@@ -135,7 +135,10 @@ class TurnOut(Schema):
     round: int
     phase: str
     speaker: str
-    speaker_name: str
+    speaker_name: str = Field(description="The speaker's name in the answer's language.")
+    speaker_names: dict[str, str] = Field(
+        default_factory=dict, description="The speaker's name in each language the site speaks, by language code."
+    )
     model: str
     state: Literal["running", "done", "failed", "interrupted"]
     attempt: int = Field(description="0, or how often the turn was started again (retried, regenerated).")

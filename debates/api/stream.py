@@ -39,6 +39,44 @@ def frame(event: str, data: dict, event_id: str) -> bytes:
     return f"id: {event_id}\nevent: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
+async def follow(
+    debate_id: int,
+    last_event_id: str | None,
+    *,
+    language: str,
+    internals: bool,
+    still_allowed: Callable[[], Awaitable[bool]] | None = None,
+) -> AsyncIterator[tuple[str, dict, str] | None]:
+    """The debate's changes as `(event, data, event id)` until it is over; None after a quiet
+    spell. Every door that follows a debate reads this: the event stream below, the OpenAI-
+    compatible door (`debates.as_model`)."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    # Every language's group gets every frame; one is enough for hints.
+    group = next(iter(frames.groups(debate_id).values()))
+    await layer.group_add(group, channel)
+    try:
+        cursor = Cursor.decode(last_event_id)
+        follower = Follower(cursor or Cursor(), rejected=bool(last_event_id) and cursor is None)
+        check = _Check(still_allowed)
+        while True:
+            state = await database_sync_to_async(read)(debate_id, follower, language=language, internals=internals)
+            if state is None:  # deleted meanwhile
+                return
+            for event, data in changes(state, follower):
+                yield event, data, follower.cursor.encode()
+            if state.final:
+                return
+            woke = await _newer_than(layer, channel, follower.cursor.seq, check)
+            if woke is None:  # the token no longer opens the API
+                return
+            if not woke:
+                yield None
+    finally:
+        # Also on a disconnect: Django cancels the response, and this still runs.
+        await layer.group_discard(group, channel)
+
+
 async def events(
     debate_id: int,
     last_event_id: str | None,
@@ -49,32 +87,13 @@ async def events(
     still_allowed: Callable[[], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[bytes]:
     try:
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        # Every language's group gets every frame; one is enough for hints.
-        group = next(iter(frames.groups(debate_id).values()))
-        await layer.group_add(group, channel)
+        yield f"retry: {RECONNECT_MS}\n\n".encode()
+        changed = follow(debate_id, last_event_id, language=language, internals=internals, still_allowed=still_allowed)
         try:
-            cursor = Cursor.decode(last_event_id)
-            follower = Follower(cursor or Cursor(), rejected=bool(last_event_id) and cursor is None)
-            yield f"retry: {RECONNECT_MS}\n\n".encode()
-            check = _Check(still_allowed)
-            while True:
-                state = await database_sync_to_async(read)(debate_id, follower, language=language, internals=internals)
-                if state is None:  # deleted meanwhile
-                    return
-                for event, data in changes(state, follower):
-                    yield frame(event, data, follower.cursor.encode())
-                if state.final:
-                    return
-                woke = await _newer_than(layer, channel, follower.cursor.seq, check)
-                if woke is None:  # the token no longer opens the API
-                    return
-                if not woke:
-                    yield b": quiet\n\n"
+            async for item in changed:
+                yield b": quiet\n\n" if item is None else frame(*item)
         finally:
-            # Also on a disconnect: Django cancels the response, and this still runs.
-            await layer.group_discard(group, channel)
+            await changed.aclose()
     finally:
         if slot is not None:
             slot.release()

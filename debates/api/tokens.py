@@ -6,7 +6,9 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import get_language, get_supported_language_variant
 
 from debates.models import ApiToken
 
@@ -34,8 +36,10 @@ def fill(row: ApiToken) -> str:
     return token
 
 
-def issue(user, name: str) -> tuple[ApiToken, str]:
-    row = ApiToken(user=user, name=name)
+def issue(user, name: str, language: str | None = None) -> tuple[ApiToken, str]:
+    """A new token for `user`; the API answers it in `language` (default: the language in force,
+    the one its owner reads the site in) when a request asks for none."""
+    row = ApiToken(user=user, name=name, language=language if language is not None else (get_language() or ""))
     token = fill(row)
     row.save()
     return row, token
@@ -43,6 +47,12 @@ def issue(user, name: str) -> tuple[ApiToken, str]:
 
 def user_for(token: str):
     """The active user a live (not revoked) token belongs to, or None."""
+    row = row_for(token)
+    return row.user if row is not None else None
+
+
+def row_for(token: str) -> ApiToken | None:
+    """The live (not revoked) token row of an active user, its user loaded, or None."""
     if not token or not token.startswith(SCHEME):
         return None
     row = ApiToken.objects.select_related("user").filter(digest=digest(token), revoked_at__isnull=True).first()
@@ -51,7 +61,23 @@ def user_for(token: str):
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > TOUCH_EVERY:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row.user
+    return row
+
+
+def asks_for_language(request) -> bool:
+    """Does the request say which language it reads (Accept-Language, or the site's language cookie)?"""
+    return bool(request.headers.get("Accept-Language", "").strip()) or settings.LANGUAGE_COOKIE_NAME in request.COOKIES
+
+
+def language_for(request, row: ApiToken) -> str | None:
+    """The language the API answers `request` in when it is not the request's own: the token's
+    (its owner's language when it was made), if the request asks for none and it is one the site speaks."""
+    if asks_for_language(request) or not row.language:
+        return None
+    try:
+        return get_supported_language_variant(row.language)
+    except LookupError:
+        return None
 
 
 def is_live(token: str) -> bool:
