@@ -295,7 +295,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--formats", default=",".join(QUESTIONS))
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "local_quality.json")
     parser.add_argument("--from-db", type=Path, help="measure the debates of an earlier run's database again")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="each format's defaults as the start form sizes them for the bundled model: one ordinary question "
+        "per format (only the question and the format given), wall time, load and repetitions cut",
+    )
     args = parser.parse_args(argv)
+    if args.defaults:
+        defaults(args)
+        return
 
     if args.from_db:
         setup(args.from_db, fresh=False)
@@ -333,6 +342,66 @@ def main(argv: list[str] | None = None) -> None:
         results[fmt] = measure(fmt, pks)
     print(f"database: {workdir / 'quality.sqlite3'}")
     report(results, args, time.monotonic() - started)
+
+
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min), as uptime prints them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def defaults(args) -> None:
+    """One ordinary question per format, with nothing but the question and the format: the
+    defaults a newcomer gets on the bundled model (`Format.local`). Prints the wall time beside
+    the load before and after, and the turns cut for repeating themselves."""
+    workdir = Path(tempfile.mkdtemp(prefix="agora-defaults-"))
+    setup(workdir / "defaults.sqlite3")
+    from django.contrib.auth.models import User
+
+    from debates import runner
+    from debates.forms import create_debate
+    from debates.models import Debate
+
+    owner = User.objects.get(username="bench")
+    loop = asyncio.new_event_loop()
+    rows = []
+    for fmt in args.formats.split(","):
+        values = {"topic": QUESTIONS[fmt][0]["topic"], "format": fmt}
+        if fmt == "moderated":
+            values["personas"] = QUESTIONS[fmt][0]["personas"]
+        if fmt == "roundtable":
+            values["no_interrupt"] = True
+        debate, errors = create_debate(values, owner=owner)
+        if debate is None:
+            raise SystemExit(f"the form refused {values}: {errors}")
+        before, t0 = load(), time.monotonic()
+        outcome = loop.run_until_complete(runner.execute(debate.pk))
+        wall = time.monotonic() - t0
+        debate = Debate.objects.get(pk=debate.pk)
+        turns = list(debate.turns.filter(state="done"))
+        cut = sum(1 for t in turns if (t.data or {}).get("repetition_cut"))
+        tokens = sum(t.completion_tokens for t in turns)
+        row = {
+            "format": fmt,
+            "outcome": outcome,
+            "status": debate.status,
+            "wall_s": round(wall, 1),
+            "turns": len(turns),
+            "completion_tokens": tokens,
+            "repetitions_cut": cut,
+            "options": debate.options,
+            "load_before": before,
+            "load_after": load(),
+        }
+        rows.append(row)
+        print(
+            f"{fmt:<10} {debate.status:<8} {wall:6.0f} s  {len(turns):>2} turns  {tokens:>5} tokens  "
+            f"cut {cut}  load {before} → {row['load_after']}  {values['topic']}",
+            flush=True,
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    out = args.out.with_name("local_defaults.json")
+    out.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+    print(f"written: {out}")
 
 
 def report(results: dict, args, seconds: float) -> None:

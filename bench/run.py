@@ -15,10 +15,15 @@ project's loopback server in a process of its own) at a fixed token delay:
                       viewers; CPU per 1,000 tokens and peak memory (bench/latency.py)
   3. Token growth     duel prompts at 2, 4, 8 rounds against a full-history chat; the panel's cap
   4. Database writes  per streamed token and per turn, during section 1's debates
+  2c. Per core       (--per-core; PostgreSQL and Redis) `manage.py serve --processes P`, P = 1 and the
+                      cores: the most debates × 3 viewers within p99 ≤ 100 ms, and 100 (bench/per_core.py)
   5. Scale-out        (--workers; needs PostgreSQL and Redis, bin/start-services) one daphne + 1 or 2
                       `agora_worker`s: the most concurrent debates within p99 ≤ 100 ms (bench/workers.py)
   6. Local quality    (--local-quality; the bundled model, about 35 min on 2 cores) what it writes
                       in each format: parts complete, echoes, summaries, side flips (bench/local_quality.py)
+  7. Browser          (--browser; Debian's Chromium) the renderer's CPU per streamed token for one live
+                      page (duel, a panel's parallel round), and 10 live pages' token → DOM latency
+                      with daphne's CPU and the machine's load (bench/browser.py)
 
 bench/README.md explains each measurement and keeps the latest figures.
 """
@@ -58,6 +63,7 @@ GOALS = {
     "workers_scaling": 0.10,  # two workers hold twice one worker's count, ± this share
 }
 WORKERS_README_MARK = "bench:workers"
+PER_CORE_README_MARK = "bench:per-core"
 
 
 def machine() -> dict:
@@ -191,11 +197,12 @@ def run_latency(work: Path, template: Path, args) -> dict:
     }
 
 
-def run_workers(work: Path, args) -> dict:
+def run_workers(work: Path, args, *, pin: bool = False) -> dict:
     from bench.workers import run_workers as run
 
     return run(
         work,
+        pin=pin,
         counts=args.workers_counts,
         token_delay=args.token_delay,
         reply_tokens=args.reply_tokens,
@@ -204,6 +211,22 @@ def run_workers(work: Path, args) -> dict:
         budget_s=args.workers_budget,
         levels=args.workers_levels or None,
         threads=args.workers_threads,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+
+
+def run_per_core(work: Path, args) -> dict:
+    from bench.per_core import run_per_core as run
+
+    return run(
+        work,
+        processes=args.per_core_processes,
+        token_delay=args.token_delay,
+        reply_tokens=args.reply_tokens,
+        viewers_per=args.viewers,
+        rounds=args.rounds,
+        budget_s=args.per_core_budget,
+        levels=args.per_core_levels or None,
         log=lambda line: print(line, file=sys.stderr, flush=True),
     )
 
@@ -276,29 +299,56 @@ def scale_goals(results: dict) -> list[list]:
                 _verdict(bool(within) and max(within) == tried),
             ]
         )
-    w = results.get("workers")
-    if w and "counts" in w:
-        found = {int(k): v["max_debates_within_goal"] for k, v in w["counts"].items()}
-        one, two = found.get(1), found.get(2)
-        per = GOALS["workers_per_worker"]
-        rows.append(
-            [
-                f"worker mode: ≥ {per} debates per worker",
-                f"{one if one is not None else 'none'} with 1 worker",
-                _verdict(one is not None and one >= per),
-            ]
-        )
-        if one and two is not None:
-            ratio = two / one
+    pc = results.get("per_core")
+    if pc and "processes" in pc:
+        goal = pc["goal_debates"]
+        for p, found in pc["processes"].items():
+            r = found["levels"].get(str(goal))
+            best = found["max_debates_within_goal"]
+            measured = f"largest count within: {best if best is not None else 'none'}"
+            if r:
+                measured = (
+                    f"p50 {_ms(r['p50_ms'])}, p99 {_ms(r['p99_ms'])}, {r['viewer_error_count']} failed; " + measured
+                )
             rows.append(
                 [
-                    f"two workers hold 2× one worker's count (± {GOALS['workers_scaling']:.0%})",
-                    f"{two} with 2 workers ({ratio:.2f}×)",
-                    _verdict(abs(ratio - 2) <= 2 * GOALS["workers_scaling"]),
+                    f"{goal} debates × 3 on `serve --processes {p}` (PostgreSQL + Redis): p99 ≤ "
+                    f"{pc['goal_p99_ms']:.0f} ms, no failed viewer",
+                    measured,
+                    _verdict(bool(r and r["passed"])),
                 ]
             )
-    elif w and "skipped" in w:
-        rows.append(["worker mode (PostgreSQL + Redis)", f"skipped: {w['skipped']}", "—"])
+    elif pc and "skipped" in pc:
+        rows.append(["one process per core (PostgreSQL + Redis)", f"skipped: {pc['skipped']}", "—"])
+    for key in ("workers", "workers_pinned"):
+        w = results.get(key)
+        pinned = " (each worker on a core of its own)" if key == "workers_pinned" else " (all on shared cores)"
+        if w and "counts" in w:
+            found = {int(k): v.get("max_debates_within_goal") for k, v in w["counts"].items()}
+            skipped = {int(k): v["skipped"] for k, v in w["counts"].items() if "skipped" in v}
+            one, two = found.get(1), found.get(2)
+            per = GOALS["workers_per_worker"]
+            if 1 in found and 1 not in skipped:
+                rows.append(
+                    [
+                        f"worker mode: ≥ {per} debates per worker{pinned}",
+                        f"{one if one is not None else 'none'} with 1 worker",
+                        _verdict(one is not None and one >= per),
+                    ]
+                )
+            if 2 in skipped:
+                rows.append([f"two workers hold 2× one worker's count{pinned}", f"not measured: {skipped[2]}", "—"])
+            elif one and two is not None:
+                ratio = two / one
+                rows.append(
+                    [
+                        f"two workers hold 2× one worker's count (± {GOALS['workers_scaling']:.0%}){pinned}",
+                        f"{two} with 2 workers ({ratio:.2f}×)",
+                        _verdict(abs(ratio - 2) <= 2 * GOALS["workers_scaling"]),
+                    ]
+                )
+        elif w and "skipped" in w:
+            rows.append(["worker mode (PostgreSQL + Redis)", f"skipped: {w['skipped']}", "—"])
     return rows
 
 
@@ -430,7 +480,7 @@ def report(results: dict) -> str:
         )
     goals = scale_goals(results)
     if goals:
-        parts.append("\nScale goals (issue #18)\n" + table(["goal", "measured", ""], goals))
+        parts.append("\nScale goals (issues #18, #31)\n" + table(["goal", "measured", ""], goals))
     if inproc and "token_growth" in inproc:
         tg = inproc["token_growth"]
         rows = []
@@ -522,14 +572,87 @@ def report(results: dict) -> str:
                 rows,
             )
         )
-    workers = results.get("workers")
-    if workers:
-        parts.append("\n" + report_workers(workers))
+    per_core = results.get("per_core")
+    if per_core:
+        parts.append("\n" + report_per_core(per_core))
+    for key in ("workers", "workers_pinned"):
+        if results.get(key):
+            parts.append("\n" + report_workers(results[key]))
+    browser = results.get("browser")
+    if browser:
+        from bench.browser import report_browser
+
+        parts.append("\n" + report_browser(browser))
     return "\n".join(parts)
 
 
 def _pct(value) -> str:
     return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def report_per_core(pc: dict) -> str:
+    if "skipped" in pc:
+        return f"2c. One process per core — skipped: {pc['skipped']}"
+    goal = pc["goal_p99_ms"]
+    rows, answers = [], []
+    for p, found in pc["processes"].items():
+        for n, r in sorted(found["levels"].items(), key=lambda item: int(item[0])):
+            c = r["cpu"]
+            rows.append(
+                [
+                    p,
+                    n,
+                    f"{r['viewers']} ({r['viewer_error_count']} failed)",
+                    r["peak_concurrent_streams"],
+                    r["streamed_tokens"],
+                    _ms(r["p50_ms"]),
+                    _ms(r["p99_ms"]),
+                    _ms(r["max_ms"]),
+                    r["missing"],
+                    f"≤ {goal:.0f} ms",
+                    _verdict(r["passed"]),
+                    "—" if r["cpu_s_per_1000_tokens"] is None else f"{r['cpu_s_per_1000_tokens']:.2f} s",
+                    _pct(c["web"]),
+                    _pct(c["postgres"]),
+                    _pct(c["redis"]),
+                    _pct(c["viewers"] + c["fake"]),
+                    _pct(c["machine"]),
+                ]
+            )
+        best, over = found["max_debates_within_goal"], found["first_debates_over_goal"]
+        answers.append(
+            f"{p} process(es): {best if best is not None else 'none'} debates within p99 ≤ {goal:.0f} ms"
+            + (f", {over} over" if over is not None else "")
+        )
+    return (
+        "2c. One process per core — `manage.py serve --processes P` (one socket, debates in-process), PostgreSQL + "
+        "Redis; duels of 1 round, 3 viewers each; CPU: share of one core (web: the P processes together; "
+        "machine: of all cores)\n"
+        + table(
+            [
+                "processes",
+                "debates",
+                "viewers",
+                "peak streams",
+                "tokens",
+                "p50",
+                "p99",
+                "max",
+                "missed",
+                "goal p99",
+                "",
+                "CPU/1k tokens",
+                "web CPU",
+                "PostgreSQL",
+                "Redis",
+                "viewers+fake",
+                "machine",
+            ],
+            rows,
+        )
+        + "\n"
+        + "\n".join(answers)
+    )
 
 
 def report_workers(w: dict) -> str:
@@ -538,6 +661,9 @@ def report_workers(w: dict) -> str:
     goal = w["goal_p99_ms"]
     rows, answers = [], []
     for k, found in w["counts"].items():
+        if "skipped" in found:
+            answers.append(f"{k} worker(s): not measured — {found['skipped']}")
+            continue
         for n, r in found["levels"].items():
             c = r["cpu"]
             rows.append(
@@ -567,8 +693,13 @@ def report_workers(w: dict) -> str:
             f"{k} worker(s): {best if best is not None else 'none'} debates within p99 ≤ {goal:.0f} ms"
             + (f", {over} over" if over is not None else ", none over (search stopped)")
         )
+    title = (
+        "5b. Scale-out, pinned — each worker on a core of its own, everything else on the cores left"
+        if w.get("pinned")
+        else "5. Scale-out"
+    )
     return (
-        f"5. Scale-out — one daphne + K agora_workers ({w['threads_per_worker']} threads each), PostgreSQL + Redis; "
+        f"{title} — one daphne + K agora_workers ({w['threads_per_worker']} threads each), PostgreSQL + Redis; "
         f"duels of {w['rounds']} round(s), {w['viewers_per_debate']} viewers each, fake model at "
         f"{w['token_delay'] * 1000:.0f} ms/token; CPU: share of one core (machine: of all cores)\n"
         + table(
@@ -631,10 +762,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", action="store_true", help="also run section 5 (scale-out; PostgreSQL and Redis, ~7 min)"
     )
+    parser.add_argument(
+        "--per-core", action="store_true", help="also run section 2c (one process per core; PostgreSQL and Redis)"
+    )
+    parser.add_argument("--per-core-processes", default=f"1,{len(os.sched_getaffinity(0))}")
+    parser.add_argument("--per-core-budget", type=float, default=240, help="seconds of search per process count")
+    parser.add_argument("--per-core-levels", default="", help="run exactly these debate counts (no search)")
     parser.add_argument("--workers-counts", default="1,2", help="worker processes to measure (section 5)")
     parser.add_argument("--workers-budget", type=float, default=180, help="seconds of search per worker count")
     parser.add_argument("--workers-levels", default="", help="run exactly these debate counts (no search)")
+    parser.add_argument(
+        "--workers-pin",
+        action="store_true",
+        help="also run section 5 with each worker on a core of its own (taskset; K workers need K + 1 cores)",
+    )
     parser.add_argument("--workers-threads", type=int, default=32, help="--threads of each agora_worker")
+    parser.add_argument(
+        "--browser", action="store_true", help="also run section 7 (the browser's share: page cost, 10 live pages)"
+    )
     parser.add_argument(
         "--local-quality", action="store_true", help="also run section 6 (the bundled model's output, ~35 min)"
     )
@@ -643,6 +788,8 @@ def main(argv: list[str] | None = None) -> int:
     args.popular = [int(x) for x in args.popular.split(",") if x.strip()]
     args.workers_counts = [int(x) for x in args.workers_counts.split(",") if x.strip()]
     args.workers_levels = [int(x) for x in args.workers_levels.split(",") if x.strip()]
+    args.per_core_processes = [int(x) for x in args.per_core_processes.split(",") if x.strip()]
+    args.per_core_levels = [int(x) for x in args.per_core_levels.split(",") if x.strip()]
 
     started = time.monotonic()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -658,24 +805,41 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_latency:
         print("section 2 (real server) …", file=sys.stderr, flush=True)
         results["latency"] = run_latency(work, template, args)
+    if args.per_core:
+        print("section 2c (one process per core: PostgreSQL, Redis) …", file=sys.stderr, flush=True)
+        results["per_core"] = run_per_core(work, args)
     if args.workers:
         print("section 5 (scale-out: web + workers, PostgreSQL, Redis) …", file=sys.stderr, flush=True)
         results["workers"] = run_workers(work, args)
+    if args.workers_pin:
+        print("section 5b (scale-out, each worker on a core of its own) …", file=sys.stderr, flush=True)
+        results["workers_pinned"] = run_workers(work, args, pin=True)
+    if args.browser:
+        print("section 7 (the browser's share: Chromium) …", file=sys.stderr, flush=True)
+        from bench.browser import run_browser
+
+        results["browser"] = run_browser(work, template, token_delay=args.token_delay, reply_tokens=args.reply_tokens)
     results["took_s"] = time.monotonic() - started
     text = report(results)
     print(text)
     saved = results
-    if args.workers and args.skip_inproc and args.skip_latency and (OUT / "latest.json").exists():
-        # Section 5 alone: add its figures to the last full run's instead of replacing them.
-        saved = {**json.loads((OUT / "latest.json").read_text()), "workers": results["workers"]}
+    alone = [k for k in ("workers", "workers_pinned", "per_core", "browser") if k in results]
+    if alone and args.skip_inproc and args.skip_latency and (OUT / "latest.json").exists():
+        # Sections 2c, 5 or 7 alone: add their figures to the last full run's instead of replacing them.
+        saved = {**json.loads((OUT / "latest.json").read_text()), **{k: results[k] for k in alone}}
     (OUT / "latest.json").write_text(json.dumps(saved, ensure_ascii=False, indent=1))
     (OUT / "latest.txt").write_text((text if saved is results else report(saved)) + "\n")
     if args.update_readme:
         if not (args.skip_inproc and args.skip_latency):
-            update_readme(report({k: v for k, v in results.items() if k != "workers"}))
-        if args.workers:
+            apart = ("workers", "workers_pinned", "per_core")  # each has a block of its own in the README
+            update_readme(report({k: v for k, v in results.items() if k not in apart}))
+        if args.per_core:
             head = text.split("\n", 1)[0]
-            update_readme(f"{head}\n\n{report_workers(results['workers'])}", WORKERS_README_MARK)
+            update_readme(f"{head}\n\n{report_per_core(results['per_core'])}", PER_CORE_README_MARK)
+        if args.workers or args.workers_pin:
+            head = text.split("\n", 1)[0]
+            parts = [report_workers(saved[k]) for k in ("workers", "workers_pinned") if k in saved]
+            update_readme(f"{head}\n\n" + "\n\n".join(parts), WORKERS_README_MARK)
     shutil.rmtree(work, ignore_errors=True)
     if args.local_quality:
         # A process of its own: it sets up Django on a throw-away database and starts the model.

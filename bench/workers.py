@@ -15,6 +15,11 @@ For each K the number of debates is doubled (2, 4, 8, …) until a level misses 
 viewer failed), then bisected between the last level that passed and the first that missed, while
 the time budget lasts. The answer is the largest N that passed (and the first N that missed).
 
+`--pin` (`bench/run.py --workers-pin`) gives each worker a core of its own (taskset) and puts
+everything else — the web process, PostgreSQL, Redis, the fake model, the viewers — on the cores
+left: the count one worker holds when nothing else competes for its core. K workers need K + 1
+cores; a count that does not fit is reported as skipped, with the reason.
+
 CPU per level, from just before the first debate is started until the last viewer saw the end:
 each process's utime + stime (/proc/PID/stat) over the level's wall time (100% = one core) for the
 web process, each worker, Redis, PostgreSQL (the postmaster with every backend, exited ones
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -50,16 +56,59 @@ class BenchWorker(AgoraWorker):
 
     threads = 32
     interval = 0.5
+    cores: set[int] | None = None  # pinned to these cores (taskset: every thread it starts inherits them)
 
     def command(self) -> list[str]:
         command = super().command()
         command[command.index("--threads") + 1] = str(self.threads)
         command[command.index("--interval") + 1] = str(self.interval)
-        return command
+        return _pinned(command, self.cores)
 
     def running(self) -> int:
         with urllib.request.urlopen(self.url + "/healthz", timeout=5) as response:
             return json.loads(response.read())["debates"]
+
+
+class BenchWeb(AgoraServer):
+    cores: set[int] | None = None
+
+    def command(self) -> list[str]:
+        return _pinned(super().command(), self.cores)
+
+
+def _pinned(command: list[str], cores: set[int] | None) -> list[str]:
+    return ["taskset", "-c", ",".join(map(str, sorted(cores))), *command] if cores else command
+
+
+class Pinning:
+    """`--pin`: each worker on a core of its own, and everything else — the web process, PostgreSQL
+    and its backends, Redis, the fake model and this process's viewers — on the cores left. Needs
+    one core more than there are workers; restored on exit."""
+
+    def __init__(self, workers: int, fake_pid: int):
+        cores = sorted(os.sched_getaffinity(0))
+        self.possible = len(cores) > workers
+        self.all = set(cores)
+        self.worker_cores = [{c} for c in cores[len(cores) - workers :]]
+        self.rest = set(cores[: len(cores) - workers])
+        self.others = [pid for pid, _ in _procs("postgres") + _procs("redis-server")] + [fake_pid]
+
+    def __enter__(self):
+        self._set(self.rest)
+        return self
+
+    def __exit__(self, *exc):
+        self._set(self.all)
+
+    def _set(self, cores: set[int]) -> None:
+        spec = ",".join(map(str, sorted(cores)))
+        for pid in self.others:  # -a: every thread; backends forked later inherit the postmaster's
+            subprocess.run(["taskset", "-a", "-p", "-c", spec, str(pid)], capture_output=True, check=False)
+        for tid in os.listdir("/proc/self/task"):  # this process: the viewers' threads
+            try:
+                os.sched_setaffinity(int(tid), cores)
+            except OSError:
+                pass
 
 
 # -- CPU accounting --------------------------------------------------------------------------------
@@ -123,12 +172,16 @@ def self_cpu() -> float:
 
 
 class CpuMeter:
-    def __init__(self, web: AgoraServer, workers: list[BenchWorker], fake_pid: int):
+    """`web_cpu`: the web side's CPU seconds so far, when it is not the one process `web` (the
+    processes of `manage.py serve --processes N`, section 2c)."""
+
+    def __init__(self, web: AgoraServer, workers: list[BenchWorker], fake_pid: int, web_cpu=None):
         self.web, self.workers, self.fake_pid = web, workers, fake_pid
+        self.web_cpu = web_cpu or (lambda: cpu_seconds(web.process.pid))
 
     def read(self) -> dict:
         return {
-            "web": cpu_seconds(self.web.process.pid),
+            "web": self.web_cpu(),
             "workers": [cpu_seconds(w.process.pid) for w in self.workers],
             "postgres": postgres_cpu(),
             "redis": redis_cpu(),
@@ -314,6 +367,7 @@ def run_workers(
     timeout: float = 120,
     conn_max_age: int = 0,
     web_conn_max_age: int = 0,
+    pin: bool = False,
     log=print,
 ) -> dict:
     from bench.fakeproc import FakeProcess
@@ -337,12 +391,18 @@ def run_workers(
         "web_conn_max_age": web_conn_max_age,
         "goal_p99_ms": P99_GOAL_MS,
         "budget_s_per_count": budget_s,
+        "pinned": pin,
         "counts": {},
     }
     try:
         prepare_database(_url(template), {**os.environ, **env})
         fake = FakeProcess(token_delay, reply_tokens, work).start()
         for k in counts:
+            pinning = Pinning(k, fake.process.pid) if pin else None
+            if pinning and not pinning.possible:
+                why = f"a core for each of {k} worker(s) and one for the rest: {k + 1} cores; here {len(pinning.all)}"
+                out["counts"][str(k)] = {"skipped": why}
+                continue
             name = f"{template}_k{k}"
             admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
             databases.append(name)
@@ -353,14 +413,18 @@ def run_workers(
             # connections (--conn-max-age) only ever in the workers: under ASGI every request runs
             # on a thread of its own, and its kept connection would outlive the thread.
             web_env = {k: v for k, v in env.items() if k not in ("DATABASE_POOL", "DATABASE_CONN_MAX_AGE")}
-            web = AgoraServer(
+            web = BenchWeb(
                 kdir, fake.base_url, database_url=url, name="web", **web_env, **database_env(web_conn_max_age)
             )
             workers = [BenchWorker(kdir, fake.base_url, database_url=url, name=f"worker{i}", **env) for i in range(k)]
-            for worker in workers:
+            for i, worker in enumerate(workers):
                 worker.threads = threads
+                worker.cores = pinning.worker_cores[i] if pinning else None
+            web.cores = pinning.rest if pinning else None
             started = []
             try:
+                if pinning:
+                    pinning.__enter__()
                 for process in (web, *workers):
                     started.append(process.start(timeout=60))
 
@@ -397,6 +461,8 @@ def run_workers(
                     "workers": [peak_rss_mb(w.process.pid) for w in workers],
                 }
             finally:
+                if pinning:
+                    pinning.__exit__(None, None, None)
                 for process in started:
                     process.stop()
     finally:
@@ -430,6 +496,7 @@ if __name__ == "__main__":
         "--conn-max-age", type=int, default=0, help="the workers' DATABASE_CONN_MAX_AGE (0: the connection pool)"
     )
     parser.add_argument("--web-conn-max-age", type=int, default=0, help="the web process's (leaks under ASGI)")
+    parser.add_argument("--pin", action="store_true", help="each worker on a core of its own, the rest on the others")
     args = parser.parse_args()
     workdir = ROOT / "bench" / "out" / "work-workers"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -442,6 +509,7 @@ if __name__ == "__main__":
         threads=args.threads,
         conn_max_age=args.conn_max_age,
         web_conn_max_age=args.web_conn_max_age,
+        pin=args.pin,
         levels=[int(x) for x in args.levels.split(",") if x.strip()] or None,
         log=lambda line: print(line, file=sys.stderr, flush=True),
     )
