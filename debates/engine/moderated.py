@@ -8,20 +8,22 @@ speeches → anti-pattern flags → the fixed verdict form. The chair never argu
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from debates.engine import research
 from debates.engine.context import DebateContext
-from debates.engine.format import Format, Mode, Rounds, Seating, Suggestion
-from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.format import Format, Mode, Rounds, Seating, Sizing, Suggestion
+from debates.engine.i18n import Text, gettext_noop, language_of, say, text
 from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
-from debates.engine.text import clip, cut_marked, normalise, similarity
-from debates.engine.turns import DebateAborted, TurnResult
+from debates.engine.text import clip, cut_marked, first_sentence, normalise, similarity
+from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
+from debates.providers.base import estimate_messages_tokens
 
 DEFAULT_ROUNDS = 2
 MAX_ROUNDS = 6
@@ -32,12 +34,59 @@ DEFAULT_BUDGET = 60000
 MAX_CHARS_RANGE = (100, 4000)
 BUDGET_RANGE = (2000, 500000)
 CONTEXT_SPEECHES = 6
-CUT_MARK = "……【超出字数，已由主持人截断 cut at the limit】"
+# The mark a cut speech ends with, in the debate's language.
+CUT_MARK = {"zh": "……【超出字数，已由主持人截断】", "en": " … [cut at the limit by the moderator]"}
 VERDICT_FORM = "若被迫选，在所有发言的基础上最小损失的选项是"
 VERDICT_FORM_EN = "If forced to choose, the least-loss option on the basis of all speeches is"
-# Longest first: "应该选" goes whole before "应该" alone is taken out.
-STANCE_WORDS = ("我认为", "我觉得", "我相信", "正确答案是", "应该选", "应该")
-POSITION_NAMES = {"for": "支持", "against": "反对", "": "无"}
+VERDICT_FORMS = {"zh": VERDICT_FORM, "en": VERDICT_FORM_EN}
+# Either form, however a model spaces, bolds or capitalises it: recognised whatever the debate's
+# language (a model may answer in the other one).
+_FORM_RE = re.compile(
+    r"若被迫选[，,]?\s*在所有发言的基础上[的]?最小损失的选项是"
+    r"|if forced to choose,?\s+the least[- ]loss option,?\s+on the basis of all (?:the )?speeches,?\s+is",
+    re.IGNORECASE,
+)
+# The verdict's own headings (both languages): the points, the verdict, its reasons.
+_VERDICT_HEADINGS = re.compile(
+    r"^\s*(?:#{1,6}\s*|\*\*)?(各方要点|要点|裁决|结论|理由|key points|points|verdict|conclusion|reasons?)"
+    r"(?:\*\*)?\s*[:：]?\s*(?:\*\*)?\s*$",
+    re.IGNORECASE,
+)
+_VERDICT_SECTION = re.compile(r"裁决|结论|verdict|conclusion", re.IGNORECASE)
+_POINTS_SECTION = re.compile(r"要点|points", re.IGNORECASE)
+NO_SPEECHES = {"zh": "（无足够发言）", "en": "(not enough speeches)"}
+# Stance words, removed from the verdict outside quotations (a persona quoted keeps its words).
+# Chinese, longest first: "应该选" goes whole before "应该" alone is taken out.
+STANCE_WORDS = ("我认为", "我觉得", "我相信", "在我看来", "正确答案是", "应该选", "应该")
+# English: the first-person stance phrases and "the right answer is". Not "should"/"must": in
+# English they carry the sentence's grammar ("the company should wait" → "the company wait"),
+# where Chinese 应该 can go without breaking the sentence.
+STANCE_WORDS_EN = (
+    "I think",
+    "I believe",
+    "I feel",
+    "in my opinion",
+    "in my view",
+    "personally",
+    "the right answer is",
+    "the correct answer is",
+)
+_STANCE_EN = re.compile(
+    r"(?P<lead>,\s*)?\b(?P<word>I (?:think|believe|feel)|in my (?:opinion|view)|personally"
+    r"|the (?:right|correct) answer is)\b"
+    r"(?:\s+that\b)?(?P<trail>\s*[,:])?\s*",
+    re.IGNORECASE,
+)
+_CAPITAL = "\ue000"  # where a sentence lost its stance words: its next letter is a capital again
+# Quotations: “…”, 「…」, 『…』 and "…" on one line.
+_QUOTED = re.compile(r"(“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"\n]*\")")
+POSITION_NAMES = {
+    "zh": {"for": "支持", "against": "反对", "": "无"},
+    "en": {"for": "for", "against": "against", "": "none"},
+}
+# The verdict's prompt is estimated (`estimate_messages_tokens`), the speech's reply bounded by its
+# max_tokens; a tokenizer may count the prompt higher than the estimate: kept with this margin.
+PROMPT_MARGIN = 1.25
 MIN_DENSITY_OK = 6.0
 
 
@@ -150,24 +199,34 @@ class Recommendation:
 
     seats: list[tuple[PersonaSpec, float, list[str]]]
     reason: Text | None = None
+    lang: str = "zh"  # the language of the names in `reason` and `note`
 
     @property
     def note(self) -> Text:
         if self.reason:
             return self.reason
-        matches = "; ".join(f"{p.name} — {', '.join(hits)}" for p, _score, hits in self.seats)
+        # Each name as its reader knows it: "%(m0)s; %(m1)s", each "name — keywords".
+        each = {
+            f"m{i}": Text("%(name)s — %(hits)s", {"name": p.named(self.lang), "hits": ", ".join(hits)})
+            for i, (p, _score, hits) in enumerate(self.seats)
+        }
+        matches = Text("; ".join(f"%({key})s" for key in each), each)
         return text(gettext_noop("score ≥ 0.5, keywords matched: %(matches)s"), matches=matches)
 
 
-def recommend_seating(question: str, library: LibrarySpec, threshold: float = 0.5) -> Recommendation:
+def recommend_seating(
+    question: str, library: LibrarySpec, threshold: float = 0.5, lang: str | None = None
+) -> Recommendation:
     """The recommender's picks (score ≥ `threshold`, at most the table's size). Fewer than two:
     never a refusal, a pair all the same, filled from personas whose keywords match only weakly,
     then the library's general personas (protocol `general_personas`, else its densest
-    manifests), with the reason."""
+    manifests), with the reason, naming them in `lang` (default: the question's language, as the
+    debate that seats them is held)."""
+    lang = lang or language_of(question)
     scored = _scored(question, library.pool)
     picks = [item for item in scored if item[1] >= threshold][: FORMAT.seating.count[1]]
     if len(picks) >= 2:
-        return Recommendation(picks)
+        return Recommendation(picks, lang=lang)
     weak = [item for item in scored if item not in picks and item[2]]
     named = list(library.protocol.get(GENERAL_PERSONAS) or [])
     general = sorted(
@@ -180,9 +239,9 @@ def recommend_seating(question: str, library: LibrarySpec, threshold: float = 0.
     )
     seats = picks + (weak + general)[: 2 - len(picks)]
     if len(seats) < 2:
-        return Recommendation(seats)
-    matched = [p.name for p, _score, hits in seats if hits]
-    first, second = (p.name for p, _score, _hits in seats)
+        return Recommendation(seats, lang=lang)
+    matched = [p.named(lang) for p, _score, hits in seats if hits]
+    first, second = (p.named(lang) for p, _score, _hits in seats)
     if not matched:
         reason = text(
             gettext_noop(
@@ -219,7 +278,7 @@ def recommend_seating(question: str, library: LibrarySpec, threshold: float = 0.
             first=first,
             second=second,
         )
-    return Recommendation(seats, reason)
+    return Recommendation(seats, reason, lang)
 
 
 def schedule(mode: str, participants: list[Participant]) -> list[Participant]:
@@ -234,18 +293,33 @@ def schedule(mode: str, participants: list[Participant]) -> list[Participant]:
     return list(participants)
 
 
+def _names(persona: PersonaSpec) -> list[str]:
+    """The names a persona may be called by in a speech: its own, and its English one."""
+    return [name for name in dict.fromkeys((persona.name, persona.name_en)) if name]
+
+
 def next_free(participants: list[Participant], last: Participant | None) -> Participant:
     """Free-form: the moderator gives the floor to whoever has spoken least; among equals, someone
-    the last speech named, then seat order. Counts stay within one of each other."""
+    the last speech named (by either name), then seat order. Counts stay within one of each other."""
     fewest = min(len(p.speeches) for p in participants)
     candidates = [p for p in participants if len(p.speeches) == fewest and p is not last] or [
         p for p in participants if len(p.speeches) == fewest
     ]
     if last and last.speeches:
-        named = [p for p in candidates if p.persona.name in last.speeches[-1].text]
+        said = last.speeches[-1].text
+        named = [p for p in candidates if any(name in said for name in _names(p.persona))]
         if named:
             return named[0]
     return candidates[0]
+
+
+# Persona drift, in either language: the model speaking as itself.
+_AS_AN_AI = re.compile(
+    r"作为一个AI|作为AI|作为人工智能|作为语言模型|作为一个语言模型|\bas an AI\b|\bas an artificial intelligence\b"
+    r"|\bas a (?:large )?language model\b|\bI am an AI\b|\bI'm an AI\b",
+    re.IGNORECASE,
+)
+_AGREEMENT = re.compile(r"同意|赞同|\bagree", re.IGNORECASE)
 
 
 def anti_patterns(speaker: Participant, text: str, everyone: list[Participant]) -> list[str]:
@@ -254,25 +328,29 @@ def anti_patterns(speaker: Participant, text: str, everyone: list[Participant]) 
         if similarity(earlier.text, text) > 0.6:
             flags.append("repetition")
             break
-    if any(w in text for w in ("作为一个AI", "作为AI", "作为人工智能", "as an AI", "作为语言模型")):
+    if _AS_AN_AI.search(text):
         flags.append("persona drift")
     for other in everyone:
         if other is speaker:
             continue
-        if f"我是{other.persona.name}" in text or f"作为{other.persona.name}" in text:
-            flags.append("persona drift")
-        for quote in _quotes_attributed(text, other.persona.name):
-            if not any(normalise(quote) in normalise(s.text) for s in other.speeches):
-                flags.append("straw man")
-                break
+        for name in _names(other.persona):
+            claimed = (f"我是{name}", f"作为{name}", f"I am {name}", f"I'm {name}", f"As {name}, I")
+            if any(phrase in text for phrase in claimed):
+                flags.append("persona drift")
+            for quote in _quotes_attributed(text, name):
+                if not any(normalise(quote) in normalise(s.text) for s in other.speeches):
+                    flags.append("straw man")
+                    break
     stripped = normalise(text)
-    if len(stripped) < 60 and any(w in text for w in ("同意", "赞同", "agree")):
+    if len(stripped) < 60 and _AGREEMENT.search(text):
         flags.append("empty agreement")
     return sorted(set(flags))
 
 
 def _quotes_attributed(text: str, name: str) -> list[str]:
-    pattern = re.compile(re.escape(name) + r"(?:说|认为|声称|所说|提到)?[:：，,]?\s*[“\"「]([^”\"」]{4,120})[”\"」]")
+    """Words a speech puts in `name`'s mouth: 芒格说：“…”, Munger said, "…"."""
+    verbs = r"(?:说|认为|声称|所说|提到|\s+(?:said|says|claims|claimed|argues|argued|put it|wrote|writes))?"
+    pattern = re.compile(re.escape(name) + verbs + r"[:：，,]?\s*[“\"「]([^”\"」]{4,120})[”\"」]")
     return pattern.findall(text)
 
 
@@ -295,7 +373,7 @@ async def _run(ctx: DebateContext) -> str:
     mode = chosen.name
     seats = [s for s in spec.seats if s.persona.kind == "debater"]
     if not seats:
-        recommendation = recommend_seating(spec.question, library)
+        recommendation = recommend_seating(spec.question, library, lang=ctx.lang)
         seats = [SeatSpec(p) for p, _score, _hits in recommendation.seats]
         if recommendation.reason:
             await ctx.warn("recommender_fallback", recommendation.reason.msgid, **recommendation.reason.params)
@@ -325,7 +403,7 @@ async def _run(ctx: DebateContext) -> str:
     rounds = ctx.options.rounds or FORMAT.rounds.default_for(protocol)
     max_chars = ctx.options.max_chars or int(protocol.get("max_chars", DEFAULT_MAX_CHARS))
     await ctx.plan(rounds=rounds, cap=ctx.options.token_budget or int(protocol.get("token_budget", DEFAULT_BUDGET)))
-    moderator = library.host or PersonaSpec(slug="moderator", name="主持人", kind="moderator")
+    moderator = library.host or PersonaSpec(slug="moderator", name="主持人", name_en="Moderator", kind="moderator")
     report = ReportBuilder(ctx, title=spec.question)
     report.data.update(
         {
@@ -337,39 +415,109 @@ async def _run(ctx: DebateContext) -> str:
         }
     )
     if ctx.options.research and ctx.research is not None:
-        task = "开场前的检索：为本议题需要核实的关键事实与数据写网络检索词。"
+        task = say(
+            ctx.lang,
+            "开场前的检索：为本议题需要核实的关键事实与数据写网络检索词。",
+            "Research before the opening: write web search queries for the key facts and figures this question "
+            "needs checked.",
+        )
         report.data["research_queries"] = await research.build_pack(ctx, moderator, research.BUDGETS["standard"], task)
     elif ctx.options.research:
         await research.skipped(ctx)
     history: list[TurnResult] = []
     budget_stop = False
+    margin = PROMPT_MARGIN
     for round_no in range(1, rounds + 1):
-        round_name, round_title = _round_name(round_no, rounds)
-        await ctx.phase(round_no, "speech", gettext_noop("Round %(n)d · %(name)s"), n=round_no, name=text(round_title))
+        round_name, round_title = _round_name(round_no, rounds, ctx.lang)
+        # Between rounds the chair may take the audience's top question itself (#30), where the
+        # owner let it: from this round on every speaker reads it as material.
+        picked = await ctx.chair_takes_question() if round_no > 1 else None
+        note = (
+            say(ctx.lang, "主持人采纳观众席提问：", "The chair takes a question from the floor: ") + picked
+            if picked
+            else ""
+        )
+        await ctx.phase(
+            round_no, "speech", gettext_noop("Round %(n)d · %(name)s"), n=round_no, name=text(round_title), note=note
+        )
         last = _owner(participants, history[-1]) if history else None
         order = schedule(mode, participants) if mode != "free-form" else [None] * len(participants)
         for planned in order:
-            speaker = last = planned or next_free(participants, last)
-            result = await _speak(
-                ctx, speaker, participants, history, round_no, rounds, round_name, mode, max_chars, report
-            )
-            history.append(result)
-            if ctx.ledger.spent_for_rounds:
+            speaker = planned or next_free(participants, last)
+            turn = _speech_plan(ctx, speaker, participants, history, round_no, rounds, round_name, mode, max_chars)
+            if not _affordable(ctx, turn, moderator, history, max_chars, margin):
+                budget_stop = True
                 break
-        if ctx.ledger.spent_for_rounds:
-            budget_stop = True
-            await ctx.warn(
-                "token_budget",
-                gettext_noop("The debate's token budget of %(cap)d is spent: the speeches end here."),
-                cap=ctx.ledger.cap,
-            )
+            last = speaker
+            result = await _speak(ctx, turn, speaker, participants, max_chars, report)
+            history.append(result)
+            if result.prompt_tokens and not result.replayed:  # the server counts prompts higher: so do we
+                ratio = result.prompt_tokens / max(1, estimate_messages_tokens(turn.messages))
+                margin = max(margin, round(ratio * 1.05, 3))
+            if ctx.ledger.spent_for_rounds:  # the money budget, or a reply that cost past its estimate
+                budget_stop = True
+                break
+        if budget_stop:
             break
+    if budget_stop:
+        if not history:
+            raise DebateAborted(
+                text(
+                    gettext_noop(
+                        "The token budget of %(cap)d cannot pay for one speech and the moderator's synthesis: raise it."
+                    ),
+                    cap=ctx.ledger.cap or 0,
+                ),
+                outcome="refused",
+            )
+        await ctx.warn(
+            "token_budget",
+            gettext_noop(
+                "The token budget of %(cap)d has room for no further speech beside the moderator's synthesis, "
+                "which it keeps in reserve: the speeches end here."
+            ),
+            cap=ctx.ledger.cap or 0,
+        )
     report.data["speech_counts"] = {p.persona.slug: len(p.speeches) for p in participants}
-    await _verdict(ctx, moderator, participants, history, report, budget_stop)
+    await _verdict(ctx, moderator, history, report)
     return "done"
 
 
-# Each round's name: as the prompt says it, and as the page titles it (a msgid).
+def _verdict_allowance(
+    ctx: DebateContext, moderator: PersonaSpec, history: list[TurnResult], margin: float, more: int = 0
+) -> int:
+    """What the moderator's synthesis may cost over `history` (and `more` tokens of speeches yet
+    to come): its prompt, estimated with `margin`, and its whole reply allowance."""
+    plan = _verdict_plan(ctx, moderator, history)
+    prompt = estimate_messages_tokens(plan.messages) + more
+    return math.ceil(prompt * margin) + ctx.completion_limit(plan)  # a thinking model's headroom too
+
+
+def _affordable(
+    ctx: DebateContext, turn: TurnPlan, moderator: PersonaSpec, history, max_chars: int, margin: float
+) -> bool:
+    """Whether a speech may start: its whole allowance (prompt and `max_tokens`) and, after it,
+    the moderator's synthesis over every speech (this one at its longest) fit in the token cap.
+    The synthesis's allowance stays the ledger's reserve, so a debate whose budget runs out still
+    ends with it. Prompts are estimates, times `margin` (at least `PROMPT_MARGIN`, more once the
+    server has counted a speech's prompt higher). A speech already given (a resumed debate)
+    replays whatever the cap."""
+    ledger = ctx.ledger
+    ledger.reserve = _verdict_allowance(ctx, moderator, history, margin)
+    if ledger.cap is None or turn.key in ctx.spec.completed:
+        return True
+    # The completion limit its request carries (a reasoning model's headroom; 0 for a person's
+    # words), as the run books it when the speech starts (`DebateContext.allowance`).
+    speech = ctx.completion_limit(turn)
+    speech += math.ceil(estimate_messages_tokens(turn.messages) * margin)
+    # This speech in the synthesis's prompt: at most its characters, its cut mark and its label.
+    longest = max_chars + len(CUT_MARK[ctx.lang]) + len(turn.speaker.called(ctx.lang)) + 16
+    after = _verdict_allowance(ctx, moderator, history, margin, more=longest)
+    return ledger.counted + speech + after <= ledger.cap
+
+
+# Each round's name: as the prompt says it (Chinese; an English prompt says the msgid), and as
+# the page titles it (a msgid).
 ROUND_NAMES = (
     ("开篇陈述", gettext_noop("Opening statements")),
     ("交锋回应", gettext_noop("Responses")),
@@ -384,111 +532,310 @@ FLAGS = (
 )
 
 
-def _round_name(round_no: int, rounds: int) -> tuple[str, str]:
-    if rounds > 1 and round_no == rounds:
-        return CLOSING
-    return ROUND_NAMES[min(round_no - 1, 2)]
+def _round_name(round_no: int, rounds: int, lang: str = "zh") -> tuple[str, str]:
+    """(the name the prompt says, in `lang`; the page's title, a msgid)."""
+    zh, title = CLOSING if rounds > 1 and round_no == rounds else ROUND_NAMES[min(round_no - 1, 2)]
+    return say(lang, zh, title), title
 
 
 def _owner(participants: list[Participant], result: TurnResult) -> Participant:
     return next(p for p in participants if p.persona.slug == result.speaker.slug)
 
 
-async def _speak(
-    ctx, speaker: Participant, participants, history, round_no, rounds, round_name, mode, max_chars, report
-) -> TurnResult:
+def _speech_plan(
+    ctx, speaker: Participant, participants, history, round_no, rounds, round_name, mode, max_chars
+) -> TurnPlan:
+    """One speech's turn, in the debate's language: the seed's per-turn prompt (question, role,
+    mode, round, assigned position, character limit, task, the earlier speeches)."""
+    lang = ctx.lang
     persona = speaker.persona
-    position = POSITION_NAMES.get(speaker.seat.position, speaker.seat.position)
-    context = (
-        "\n\n".join(f"{r.speaker.name}：{r.text}" for r in history[-CONTEXT_SPEECHES:]) or "（你是第一位发言者。）"
+    name = persona.called(lang)
+    position = POSITION_NAMES[lang].get(speaker.seat.position, speaker.seat.position)
+    colon = say(lang, "：", ": ")
+    context = "\n\n".join(f"{r.speaker.called(lang)}{colon}{r.text}" for r in history[-CONTEXT_SPEECHES:]) or say(
+        lang, "（你是第一位发言者。）", "(You are the first speaker.)"
     )
-    task = {1: "陈述你对问题的核心看法与理由。"}.get(round_no, "回应之前的发言：指出你同意和不同意之处，并推进论证。")
     if round_no == rounds and rounds > 1:
-        task = "总结陈词：给出你的最终立场与最关键的理由。"
+        task = say(
+            lang,
+            "总结陈词：给出你的最终立场与最关键的理由。",
+            "Closing statement: give your final position and your most important reasons.",
+        )
+    elif round_no == 1:
+        task = say(lang, "陈述你对问题的核心看法与理由。", "State your core view on the question and your reasons.")
+    else:
+        task = say(
+            lang,
+            "回应之前的发言：指出你同意和不同意之处，并推进论证。",
+            "Answer the earlier speeches: say where you agree and where you disagree, and move the argument forward.",
+        )
     key = f"speech:{round_no}:{persona.slug}:{len(speaker.speeches) + 1}"
+    mark = CUT_MARK[lang]
 
     def post(text: str) -> tuple[str, dict]:
-        kept, was_cut = cut_marked(text.strip(), max_chars, CUT_MARK)
+        kept, was_cut = cut_marked(text.strip(), max_chars, mark)
         return kept, {"cut": was_cut, "position": speaker.seat.position}
 
-    turn = plan(
+    held = bool(speaker.seat.position)
+    rules = [
+        say(lang, "你正在参与一场多 persona 辩论。", "You are taking part in a debate between several personas."),
+        say(
+            lang,
+            f"你的角色：作为“{name}”发言，严格以你的视角与风格回答，不要扮演他人。",
+            f"Your role: speak as {name}, strictly from your own point of view and in your own style; do not "
+            "play anyone else.",
+        ),
+        say(lang, f"当前模式：{mode}", f"Mode: {mode}"),
+        say(
+            lang,
+            f"当前轮次：{round_name}（第 {round_no}/{rounds} 轮）",
+            f"Round: {round_name} (round {round_no}/{rounds})",
+        ),
+        say(
+            lang,
+            f"你被分派的立场：{position}" + ("（整篇发言都要站在这个立场上）" if held else ""),
+            f"Your assigned position: {position}" + (" (hold it through the whole speech)" if held else ""),
+        ),
+        say(
+            lang,
+            f"最大字数：{max_chars}（超出会被主持人截断）",
+            f"At most {max_chars} characters (the moderator cuts a longer speech)",
+        ),
+        task,
+    ]
+    return plan(
         ctx,
         persona,
         key,
         round_no=round_no,
         phase="speech",
-        rules=[
-            "你正在参与一场多 persona 辩论。",
-            f"你的角色：作为“{persona.name}”发言，严格以你的视角与风格回答，不要扮演他人。",
-            f"当前模式：{mode}",
-            f"当前轮次：{round_name}（第 {round_no}/{rounds} 轮）",
-            f"你被分派的立场：{position}" + ("（整篇发言都要站在这个立场上）" if speaker.seat.position else ""),
-            f"最大字数：{max_chars}（超出会被主持人截断）",
-            task,
-        ],
-        material=f"## 相关上下文（之前的发言）\n{context}",
-        output=f"只输出你作为 {persona.name} 的发言本身，不要解释、不要 meta 说明，不要写“作为 X 我会说”。",
-        others=[p.persona.name for p in participants if p is not speaker],
+        rules=rules,
+        material=say(lang, "## 相关上下文（之前的发言）\n", "## Context (the earlier speeches)\n") + context,
+        output=say(
+            lang,
+            f"只输出你作为 {name} 的发言本身，不要解释、不要 meta 说明，不要写“作为 X 我会说”。",
+            f"Write only your speech as {name}: no explanation, no meta comments, no “as X, I would say”.",
+        ),
+        others=[p.persona.called(lang) for p in participants if p is not speaker],
         postprocess=post,
         chars=max_chars,  # a person in the seat writes within it too
     )
+
+
+async def _speak(ctx, turn: TurnPlan, speaker: Participant, participants, max_chars, report) -> TurnResult:
+    persona = speaker.persona
     result = await ctx.turn(turn)
     flags = anti_patterns(speaker, result.text, participants)
     if result.data.get("cut"):
         await ctx.warn(
             "speech_cut",
             gettext_noop("%(speaker)s spoke past %(max)d characters: the speech was cut."),
-            speaker=persona.name,
+            speaker=persona,
             max=max_chars,
         )
     for flag in flags:
-        report.data["flags"].append({"turn": key, "speaker": persona.slug, "flag": flag})
-        await ctx.warn("anti_pattern", gettext_noop("%(speaker)s: %(flag)s"), speaker=persona.name, flag=text(flag))
+        report.data["flags"].append({"turn": turn.key, "speaker": persona.slug, "flag": flag})
+        await ctx.warn("anti_pattern", gettext_noop("%(speaker)s: %(flag)s"), speaker=persona, flag=text(flag))
     speaker.speeches.append(result)
     return result
 
 
-def enforce_verdict_form(text: str) -> tuple[str, list[str]]:
-    """The verdict must use the fixed form and no stance words; fix it by code when the model didn't."""
-    fixes = []
-    body = text.strip()
-    for word in STANCE_WORDS:
-        if word in body:
-            body = body.replace(word, "")
-            fixes.append(f"removed {word!r}")
-    if VERDICT_FORM not in body:
-        line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
-        body = f"{VERDICT_FORM}：{clip(line, 200)}\n\n{body}" if line else f"{VERDICT_FORM}：（无足够发言）"
+def _outside_quotes(body: str, change) -> str:
+    """`change` applied to the text outside quotations only (“…”, 「…」, 『…』, "…")."""
+    pieces = _QUOTED.split(body)
+    return "".join(piece if n % 2 else change(piece) for n, piece in enumerate(pieces))
+
+
+def strip_stance_words(body: str) -> tuple[str, list[str]]:
+    """The verdict without stance words (both languages), outside quotations: 芒格说“我认为应该先卖”
+    keeps the quote. Returns (text, the words removed)."""
+    removed: list[str] = []
+
+    def chinese(piece: str) -> str:
+        for word in STANCE_WORDS:
+            if word in piece:
+                piece = piece.replace(word, "")
+                removed.append(word)
+        return piece
+
+    def english(piece: str) -> str:
+        def drop(found: re.Match) -> str:
+            word = next(w for w in STANCE_WORDS_EN if w.lower() == re.sub(r"\s+", " ", found["word"].lower()))
+            removed.append(word)
+            before = found.string[: found.start()]
+            if found["lead"] and found["trail"]:  # "X, I think, is Y": "X is Y"
+                return " "
+            if found["lead"]:  # "X, I think." : "X."
+                return ""
+            before = before.rstrip(" \t")
+            starts = not before or before[-1] in ".!?:：\n"
+            return _CAPITAL if starts else ""
+
+        piece = _STANCE_EN.sub(drop, piece)
+        # a sentence that began with the stance words begins with a capital again
+        piece = re.sub(_CAPITAL + r"(\W*)(\w)", lambda m: m[1] + m[2].upper(), piece)
+        return piece.replace(_CAPITAL, "")
+
+    body = _outside_quotes(body, lambda piece: english(chinese(piece)))
+    return body, list(dict.fromkeys(removed))
+
+
+def _is_heading(line: str) -> bool:
+    return line.lstrip().startswith("#") or bool(_VERDICT_HEADINGS.match(line))
+
+
+def _drop_empty_headings(lines: list[str]) -> list[str]:
+    """Headings with nothing under them before the next heading (or the end) go."""
+    kept: list[str] = []
+    for n, line in enumerate(lines):
+        if _is_heading(line):
+            rest = next((ln for ln in lines[n + 1 :] if ln.strip()), None)
+            if rest is None or _is_heading(rest):
+                continue
+        kept.append(line)
+    return kept
+
+
+def _tidy(lines: list[str]) -> str:
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(_drop_empty_headings(lines))).strip()
+
+
+def _content(line: str) -> str:
+    """A line's words without list markers, bold or a quote sign."""
+    return re.sub(r"^\s*(?:[-*+>]|\d+[.)、])?\s*[:：,，、]?\s*", "", line).replace("**", "").strip()
+
+
+def _option_line(lines: list[str]) -> int | None:
+    """When the form is missing: the line holding the option: the first under the verdict's own
+    heading (裁决 / Verdict), else the first outside the key points, else the first with words."""
+    section, first_outside, first = None, None, None
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if _is_heading(line):
+            section = line
+            continue
+        if first is None:
+            first = n
+        if section is not None and _VERDICT_SECTION.search(section):
+            return n
+        if first_outside is None and not (section is not None and _POINTS_SECTION.search(section)):
+            first_outside = n
+    return first_outside if first_outside is not None else first
+
+
+def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
+    """The verdict opens with the fixed form, on its own first line and in the debate's language
+    (`lang`), and holds no stance words outside quotations; fixed by code when the model did not.
+    Either language's form is recognised. Returns (verdict, the fixes made)."""
+    form, colon = VERDICT_FORMS[lang], say(lang, "：", ": ")
+    body, removed = strip_stance_words(text.strip())
+    fixes = [f"removed {word!r}" for word in removed]
+    lines = body.splitlines()
+    at = next((n for n, line in enumerate(lines) if _FORM_RE.search(line)), None)
+    if at is None:
+        at = _option_line(lines)
+        if at is None:
+            return f"{form}{colon}{NO_SPEECHES[lang]}", [*fixes, "verdict form added"]
+        option = _content(lines.pop(at))
+        rest = _tidy(lines)
         fixes.append("verdict form added")
-    return body, fixes
+        line = f"{form}{colon}{clip(option, 200)}"
+        return (f"{line}\n\n{rest}" if rest else line), fixes
+    found = _FORM_RE.search(lines[at])
+    written, head = found.group(0), lines[at][: found.start()]
+    # What follows the form: its colon (either width) in this language's, bold marks dropped; the
+    # option written straight after the form stays so ("…的选项是先做销售。").
+    lead = re.match(r"[\s*]*([:：])?[\s*]*", lines[at][found.end() :])
+    words = lines[at][found.end() + lead.end() :].rstrip().removesuffix("**").rstrip()
+    if not words:  # the option on the next line: joined to the form
+        following = next((n for n in range(at + 1, len(lines)) if lines[n].strip()), None)
+        if following is not None and not _is_heading(lines[following]):
+            words = _content(lines.pop(following))
+    spaced = " " if lang == "en" and lead.group(0).strip("*") else ""
+    line = form + (colon if lead.group(1) or not words else spaced) + (words or NO_SPEECHES[lang])
+    if written != form:
+        fixes.append("verdict form in the debate's language")
+    if head.strip(" #*>-"):  # glued to a heading or a label ("## 裁决：若被迫选…"): the form starts the line
+        fixes.append("verdict line on its own line")
+    first = next(n for n, ln in enumerate(lines) if ln.strip())
+    if first != at:
+        fixes.append("verdict line moved to the top")
+    if first == at and line == lines[at] and not fixes:
+        return body, fixes
+    lines.pop(at)
+    rest = _tidy(lines)
+    return (f"{line}\n\n{rest}" if rest else line), fixes
 
 
-async def _verdict(ctx, moderator: PersonaSpec, participants, history, report: ReportBuilder, budget_stop: bool):
-    speeches = "\n\n".join(f"【{r.speaker.name}·第{r.round}轮】{r.text}" for r in history)
-    if budget_stop:
-        verdict = f"{VERDICT_FORM}：（预算用尽，主持人未能综合；请阅读实录。）"
-        fixes = []
-    else:
-        await ctx.phase(0, "verdict", gettext_noop("Verdict"))
-        result = await ctx.turn(
-            plan(
-                ctx,
-                moderator,
-                "moderator:verdict",
-                round_no=0,  # after the rounds, in none of them
-                phase="host",
-                rules=[
-                    "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
-                    "先用三到五条中性要点概括各方观点与分歧，再给出裁决。",
-                    f"裁决必须严格使用固定句式：“{VERDICT_FORM}…”",
-                ],
-                material=f"## 全部发言\n{speeches}",
-                output=f"## 各方要点\n- …\n## 裁决\n{VERDICT_FORM}……（说明理由）",
-                kind="verdict",
-                duty="主席，不是辩手。",
-            )
+def chosen_option(verdict: str, lang: str = "zh") -> str:
+    """What the verdict chose: its fixed line's content, the form itself left out ("先做产品。"); when
+    the line names nothing, the first real sentence after it. The verdict turn's summary."""
+    fixed, _fixes = enforce_verdict_form(verdict, lang)
+    first, _, rest = fixed.partition("\n")
+    found = _FORM_RE.search(first)
+    # Emphasis is the model's markup, not the option: "**hire a designer**." reads "hire a designer."
+    option = (first[found.end() :] if found else first).replace("**", "").strip(" ：:*")
+    if option and option != NO_SPEECHES[lang]:
+        return option
+    after = [ln.strip(" -*•#") for ln in rest.splitlines() if ln.strip() and not _VERDICT_HEADINGS.match(ln)]
+    return first_sentence(after[0]) if after else ""
+
+
+def _verdict_plan(ctx, moderator: PersonaSpec, history: list[TurnResult]) -> TurnPlan:
+    lang = ctx.lang
+    form, colon = VERDICT_FORMS[lang], say(lang, "：", ": ")
+    speeches = "\n\n".join(
+        say(
+            lang,
+            f"【{r.speaker.called(lang)}·第{r.round}轮】{r.text}",
+            f"[{r.speaker.called(lang)} · round {r.round}] {r.text}",
         )
-        verdict, fixes = enforce_verdict_form(result.text)
+        for r in history
+    )
+    return plan(
+        ctx,
+        moderator,
+        "moderator:verdict",
+        round_no=0,  # after the rounds, in none of them
+        phase="host",
+        rules=[
+            say(
+                lang,
+                "你是中立的主持人，不是辩手。不使用“我认为 / 应该 / 正确答案是”等立场词汇。",
+                "You are the neutral moderator, not a debater. Use no stance words such as “I think”, “I believe”, "
+                "“in my opinion” or “the right answer is”.",
+            ),
+            say(
+                lang,
+                "裁决单独写在第一行，严格使用固定句式：“" + form + "…”",
+                f"Write the verdict alone on the first line, in exactly this fixed form: “{form}…”",
+            ),
+            say(
+                lang,
+                "然后用三到五条中性要点概括各方观点与分歧，再说明裁决的理由。",
+                "Then sum up the sides' views and their disagreements in three to five neutral points, and give "
+                "the verdict's reasons.",
+            ),
+        ],
+        material=say(lang, "## 全部发言\n", "## All speeches\n") + speeches,
+        output=say(
+            lang,
+            f"{form}{colon}……（一行）\n## 各方要点\n- …\n## 理由\n……",
+            f"{form}{colon}… (one line)\n## Key points\n- …\n## Reasons\n…",
+        ),
+        kind="verdict",
+        duty=say(lang, "主席，不是辩手。", "Chair, not contestant."),
+        # Its summary is the option chosen, not the fixed line cut off ("If forced to choose, … is…").
+        postprocess=lambda reply: (reply, {"summary": chosen_option(reply, lang)}),
+    )
+
+
+async def _verdict(ctx, moderator: PersonaSpec, history, report: ReportBuilder):
+    """The moderator's synthesis, always: its allowance was kept in reserve while the speeches ran."""
+    await ctx.phase(0, "verdict", gettext_noop("Verdict"))
+    result = await ctx.turn(_verdict_plan(ctx, moderator, history))
+    verdict, fixes = enforce_verdict_form(result.text, ctx.lang)
     report.data["verdict"] = verdict
     report.data["verdict_fixes"] = fixes
     report.section("verdict", gettext_noop("The moderator's synthesis and verdict"), verdict)
@@ -507,7 +854,10 @@ class ModeratedOptions(CommonOptions):
         None,
         kind="int",
         label=gettext_noop("Token budget"),
-        help=gettext_noop("Empty: the format's own cap. Past it the speeches end and the verdict is still written."),
+        help=gettext_noop(
+            "Empty: the format's own cap. The speeches end while the moderator's synthesis still fits, "
+            "so it is always written."
+        ),
         minimum=1,
         default_key="token_budget",
         range_key="token_budget_range",
@@ -549,6 +899,11 @@ class Moderated(Format):
     )
     rounds = Rounds(user_sets=True, default=DEFAULT_ROUNDS, maximum=MAX_ROUNDS)
     tokens = {"speech": 400, "verdict": 600}
+    local = Sizing(
+        gettext_noop("1 round, speeches of at most 250 characters, a shorter verdict: about 5 minutes."),
+        options={"rounds": 1, "max_chars": 250},
+        tokens={"speech": 300, "verdict": 400},
+    )
 
     def check(self, question, personas, options, library) -> dict[str, Text]:
         problems = super().check(question, personas, options, library)

@@ -13,6 +13,7 @@ from debates.engine.text import clip
 from debates.engine.turns import DebateAborted
 from debates.providers.base import ServerError
 from testkit.fake_llm import FakeLLM
+from testkit.prose import prose
 
 from .conftest import (
     AJAHN_CHAH,
@@ -29,7 +30,9 @@ from .conftest import (
 
 NAME = {p.slug: p.name for p in MASTERS}
 CLOSE_TEXT = "NEUTRAL-CLOSE 双方主张各有经证；分歧在于下手处；可互相参照之处在于都重视当下用功。\n小结：两家各有所重。"
-LONG_SUMMARY = "慧能认为" + "自性本自清净本自具足" * 12  # 124 characters: the engine must clip it to 80
+# 124 characters, ordinary text with no sentence end (a phrase written 12 times would be cut as a
+# loop by the repetition cut before the summary's limit acts): the engine must clip it to 80
+LONG_SUMMARY = "慧能认为" + prose(120, stops=False)[:120]
 
 CRITIQUES = [
     CritiqueSpec("huineng", "yinguang", "AMMO-H2Y 念佛若不见自性，只是口头功夫", "《坛经·疑问品》"),

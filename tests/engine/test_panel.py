@@ -4,15 +4,19 @@ mode, verdict."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
 
 from debates.engine import citations, panel
 from debates.engine import events as ev
+from debates.engine.context import PROMPT_SLACK
 from debates.engine.panel import NO_EVIDENCE
 from debates.engine.text import clip
-from testkit.fake_llm import FakeLLM
+from testkit.fake_llm import Counted, FakeLLM
+from testkit.fake_openai import Reply
+from testkit.prose import prose
 
 from .conftest import PANEL_ROLES, debate, panel_spec, unscripted
 
@@ -23,47 +27,75 @@ VERDICT = "## 辩论精华\n- 引文。\n## 三区\n共识区：需要数据。\
 
 
 def slug_and_round(key: str) -> tuple[str, int]:
-    """`r2:feynman` → ("feynman", 2)."""
-    phase, slug = key.split(":", 1)
+    """`r2:feynman` (or its version written again, `r2:feynman:again`) → ("feynman", 2)."""
+    phase, slug = key.removesuffix(":again").split(":", 1)
     return slug, int(phase[1:])
 
 
 def default_speech(slug: str, n: int) -> str:
     name = NAME[slug]
+    if n == 4:  # R4's own two parts
+        return (
+            f"检验交锋：{name}逐条回应开放战线，补上数据。\n终辩声明：{name}第4轮立场。MARK-{slug}-R4\n"
+            f"小结：{name}第4轮小结。"
+        )
     return (
         f"立场：{name}第{n}轮立场。MARK-{slug}-R{n}\n核心论据：\n1. 论据MARK-{slug}-R{n}-A。\n"
         f"反驳：无\n沉默声明：无\n小结：{name}第{n}轮小结。"
     )
 
 
-def panel_fake(admission=ADMIT_OK, speeches=None, verdict=VERDICT, concepts=CONCEPTS, **fake_options) -> FakeLLM:
-    """Every panel turn scripted by key; `speeches[(slug, round)]` overrides a role's speech."""
+# A baseline prompt the server counts this large makes the seed's cap (4.3-5 times it) leave the
+# rounds room: for the tests about the rounds, not the cap. A user's budget cannot do it, since it
+# may only lower the seed's cap (`UNCAPPED` is below the cap this gives, so it is not held to it).
+ROOMY_BASELINE = 1_000_000
+
+
+def roomy_baseline(body) -> Reply | None:
+    """A `FakeOpenAIServer` script: the baseline counted as `ROOMY_BASELINE` prompt tokens."""
+    return Reply(prompt_tokens=ROOMY_BASELINE) if body.get("agora_turn") == "host:baseline" else None
+
+
+def panel_fake(
+    admission=ADMIT_OK, speeches=None, verdict=VERDICT, concepts=CONCEPTS, *, roomy=True, **fake_options
+) -> FakeLLM:
+    """Every panel turn scripted by key; `speeches[(slug, round)]` overrides a role's speech.
+    `roomy`: the baseline's prompt counts as `ROOMY_BASELINE` tokens (False: as the prompt is)."""
     fake = FakeLLM(default=unscripted, **fake_options)
     fake.reply("host:admission", admission)
     # The baseline is asked for one token; FakeLLM ignores max_tokens, so keep it that short.
-    fake.reply("host:baseline", "基线")
+    fake.reply("host:baseline", Counted("基线", prompt_tokens=ROOMY_BASELINE) if roomy else "基线")
     fake.reply("host:concepts", concepts)
     fake.reply("host:aggregate2", "- 盲区：执行成本。")
     fake.reply("host:verdict", verdict)
     for (slug, n), text in (speeches or {}).items():
+        # A scripted speech that breaks its form is sent back once: the model writes it again the same.
         fake.reply(f"r{n}:{slug}", text)
+        fake.reply(f"r{n}:{slug}:again", text)
     fake.reply("r?:*", lambda call: default_speech(*slug_and_round(call.key)))
     return fake
 
 
 async def budget_through(last_round: int, speeches=None) -> int:
-    """A token cap that lets concept alignment and rounds 1..last_round run in full (measured on a
-    run of the same script) and no turn after them, with the verdict's reserve on top."""
+    """The least token cap that lets concept alignment and rounds 1..last_round run in full,
+    measured on a run of the same script: what the turns before round `last_round` spent, what
+    that round's turns book when they start together (each its prompt, at the margin the concepts
+    turn taught, and its whole `max_tokens`), and the verdict's reserve. The next round then
+    starts only the turns that fit what the last one left unspent (none, or a few)."""
     full = await debate(panel_spec(), panel_fake(speeches=speeches))
     turns = full.data["ledger"]["turns"]
     spent = sum(
         v["prompt"] + v["completion"]
         for k, v in turns.items()
         if k == "host:concepts"
-        or (k[0] == "r" and int(k[1]) <= last_round)
+        or (k[0] == "r" and int(k[1]) < last_round)
         or (k == "host:aggregate2" and last_round > 2)
     )
-    return spent + full.data["ledger"]["reserve"]
+    speech = panel.FORMAT.tokens["speech"]
+    booked = sum(
+        math.ceil(v["prompt"] * PROMPT_SLACK) + speech for k, v in turns.items() if k.startswith(f"r{last_round}:")
+    )
+    return spent + booked + full.data["ledger"]["reserve"]
 
 
 def in_round(run, n: int):
@@ -75,7 +107,7 @@ def speakers(calls) -> list[str]:
 
 
 ALL = sorted(NAME)
-UNCAPPED = 10**7  # for tests about the rounds, not the cap
+UNCAPPED = 10**6  # for tests about the rounds, not the cap (with a roomy baseline: see `ROOMY_BASELINE`)
 
 
 # -- admission ------------------------------------------------------------------------------------
@@ -209,7 +241,8 @@ async def test_a_role_that_declares_silence_is_skipped_in_later_rounds():
 
 
 async def test_summaries_never_exceed_60_characters():
-    rambling = "我想说的是" + "远程办公的影响需要分团队、分阶段、分岗位来看待" * 13  # ~300 characters
+    # ~300 characters of one run-on phrase, not a loop (a loop is cut by the repetition cut first)
+    rambling = "我想说的是" + prose(295, stops=False)
     assert len(rambling) >= 300
     fake = panel_fake(
         speeches={("osborn", 1): f"立场：发散。\n反驳：无\n沉默声明：无\n小结：{rambling}"},
@@ -223,7 +256,7 @@ async def test_summaries_never_exceed_60_characters():
 
 
 async def test_a_verdict_over_1200_characters_is_asked_again_with_its_count():
-    long_verdict = VERDICT.replace("中性综合。", "中性综合。" + "很长的分析，" * 300)
+    long_verdict = VERDICT.replace("中性综合。", "中性综合。" + prose(1300))  # ordinary text, not a loop
     fake = panel_fake(verdict=long_verdict)
     fake.reply("host:verdict-again", VERDICT)
     run = await debate(panel_spec(token_budget=UNCAPPED), fake)
@@ -234,7 +267,7 @@ async def test_a_verdict_over_1200_characters_is_asked_again_with_its_count():
 
 
 async def test_a_verdict_still_too_long_is_shortened_part_by_part_keeping_the_conclusion():
-    padding = "很长的分析，" * 100  # over 1200 in all, under the reply ceiling
+    padding = prose(600)  # over 1200 in all, under the reply ceiling; ordinary text, not a loop
     long_verdict = VERDICT.replace("中性综合。", "中性综合。" + padding).replace(
         "分团队试行。", "分团队试行。" + padding
     )
@@ -256,32 +289,47 @@ async def test_token_cap_stops_the_run_and_it_still_reports_with_the_hosts_verdi
 
     assert run.outcome == "done"
     assert run.data["stopped_by_cap_in_round"] == 2
-    assert "token_cap" in run.warning_codes and "r2:" in run.warning("token_cap").text
+    assert "token_cap" in run.warning_codes
     assert speakers(in_round(run, 1)) == ALL
-    assert in_round(run, 2) == [] and in_round(run, 3) == []
+    assert len(in_round(run, 2)) < len(ALL) and in_round(run, 3) == []  # R2 started only what fit
     assert run.data["verdict"] == VERDICT  # the verdict is the host's, from its reserve
     ledger = run.data["ledger"]
-    assert ledger["counted_against_cap"] > ledger["cap"] - ledger["reserve"]
+    assert ledger["counted_against_cap"] <= ledger["cap"]
+
+
+async def test_a_round_one_turn_short_of_room_stops_before_it_started():
+    """One token less than R1 needs to start all five turns at once: the fifth is not started
+    (under the old check, made before each turn against what was spent, all five ran)."""
+    # A few milliseconds a chunk, so the five really are in flight together (a reply streamed
+    # without a pause ends before the next turn starts, and gives back what it did not spend).
+    run = await debate(panel_spec(token_budget=await budget_through(1) - 1), panel_fake(delay=0.002))
+
+    assert len(in_round(run, 1)) == 4 and run.data["stopped_by_cap_in_round"] == 1
+    assert "host:verdict" in run.keys
+    ledger = run.data["ledger"]
+    assert ledger["counted_against_cap"] <= ledger["cap"]
 
 
 async def test_token_cap_is_checked_before_every_turn_not_only_between_rounds():
-    """On a one-at-a-time provider the cap stops R1 between two of its turns."""
-    through_r1 = await budget_through(1)
-    r1_turn = max(
-        v["prompt"] + v["completion"]
-        for k, v in (await debate(panel_spec(), panel_fake())).data["ledger"]["turns"].items()
-        if k.startswith("r1:")
-    )
-    run = await debate(panel_spec(token_budget=through_r1 - r1_turn - 2), panel_fake(concurrency=1))
+    """On a one-at-a-time provider each turn is booked when it gets its slot, after the turn
+    before it has given back what it did not spend: the cap stops R1 between two of its turns."""
+    full = await debate(panel_spec(), panel_fake())
+    turns, reserve = full.data["ledger"]["turns"], full.data["ledger"]["reserve"]
+    before = turns["host:concepts"]["prompt"] + turns["host:concepts"]["completion"]
+    first_four = sum(turns[f"r1:{p.slug}"]["prompt"] + turns[f"r1:{p.slug}"]["completion"] for p in PANEL_ROLES[:4])
+    fifth = math.ceil(turns[f"r1:{PANEL_ROLES[4].slug}"]["prompt"] * PROMPT_SLACK) + panel.FORMAT.tokens["speech"]
+    cap = before + first_four + fifth - 1 + reserve  # the fifth's booking is one token short
+    run = await debate(panel_spec(token_budget=cap), panel_fake(concurrency=1))
 
     assert run.data["execution_mode"] == "isolated_sequential"
     assert len(in_round(run, 1)) == 4  # the fifth never started
     assert run.data["stopped_by_cap_in_round"] == 1
     assert "host:verdict" in run.keys
+    assert run.data["ledger"]["counted_against_cap"] <= cap
 
 
 async def test_the_cap_is_the_seeds_multiple_of_one_strong_prompt_and_the_report_states_it():
-    run = await debate(panel_spec(research_budget="light"), panel_fake())
+    run = await debate(panel_spec(research_budget="light"), panel_fake(roomy=False))
 
     baseline = run.turns()["host:baseline"]
     answer = len(PANEL_ROLES) * panel.FORMAT.tokens["speech"]  # one answer: a speech per perspective
@@ -293,10 +341,16 @@ async def test_the_cap_is_the_seeds_multiple_of_one_strong_prompt_and_the_report
         "answer_tokens": answer,
         "baseline_tokens": baseline.prompt_tokens + answer,
         "cap": cap,
-        "verdict_reserve": 2 * panel.FORMAT.tokens["verdict"],
+        "verdict_reserve": run.data["ledger"]["reserve"],
         "explicit": False,
     }
     assert run.data["ledger"]["cap"] == cap
+    # The verdict's reserve pays for its call and one resend: two answers, a draft read back, two prompts.
+    verdict = run.turns()["host:verdict"]
+    assert run.data["ledger"]["reserve"] >= 2 * verdict.prompt_tokens + 3 * panel.FORMAT.tokens["verdict"]
+    counted = run.data["ledger"]["counted_against_cap"]
+    assert counted <= cap
+    assert f"Counted against the cap: {counted:,} of {cap:,} tokens." in run.report.transcript_markdown
     # a few tokens, not one: one token can be half a Chinese character, an empty reply to the server
     assert 4 <= run.call("host:baseline").max_tokens == panel.BASELINE_TOKENS
     assert f"Token cap: 4.3 × (P {baseline.prompt_tokens} + A {answer}) = {cap}" in run.report.transcript_markdown

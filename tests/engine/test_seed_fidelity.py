@@ -388,7 +388,13 @@ async def test_11_ordinary_questions_the_regex_misreads_are_debated(question, hi
     assert run.outcome == "done" and "unsuitable" not in run.warning_codes
     assert len(of_phase(run, "r1")) == 4
     assert run.data["suitability_hint"] == hint  # the hint reached the host, the host said "suitable"
-    assert f"关键词提示（仅供参考，常有误判）：{hint}" in run.call("host:suitability").user
+    # in the question's language
+    said = (
+        "Keyword hint (for reference only, often wrong): "
+        if question.isascii()
+        else "关键词提示（仅供参考，常有误判）："
+    )
+    assert said + hint in run.call("host:suitability").user
 
 
 async def test_11_a_question_the_host_finds_unsuitable_gets_the_direct_answer_and_the_reason():
@@ -551,3 +557,21 @@ def test_19_a_host_heading_is_never_its_summary():
 
 def test_19_field_value_still_reads_the_last_labelled_line():
     assert field_value("小结：甲\n小结：乙", ("小结",)) == "乙"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Should a busy office worker practise Chan meditation or recite the Buddha's name?",
+        "Chan or Pure Land for a beginner?",
+    ],
+)
+def test_1_ordinary_english_wording_of_the_first_seed_topic_pairs_it(libraries, question):
+    """A newcomer's words, not the rule's own ("chanting"): the duel pairs them, not refuses."""
+    from debates.engine import registry
+    from debates.specs import library_spec
+
+    library = library_spec(registry.get("duel"))
+    pairing = choose_pair(question, [], library.pairing_rules, library.pool)
+    assert {pairing.a.slug, pairing.b.slug} == {"huineng", "yinguang"} and pairing.how == "rule"

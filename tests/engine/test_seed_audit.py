@@ -1,0 +1,140 @@
+"""Issue 28's smaller seed rules, each measured against the old behaviour: the panel seats its five
+roles (taixu: 五个认知角色; fewer dropped the verifier's R2 searches silently), and a panel speech
+that breaks its form (the five parts; R4's two parts, R3-only quotes, no new front) is sent back
+once, as the other formats send theirs back."""
+
+from __future__ import annotations
+
+import pytest
+
+from debates.engine import panel
+from debates.engine.spec import LibrarySpec
+
+from .conftest import PANEL_ROLES, debate, options, panel_spec
+from .test_panel import UNCAPPED, panel_fake
+
+# -- the panel's five roles -------------------------------------------------------------------------
+
+
+def test_the_panel_refuses_fewer_than_its_five_roles_with_the_reason():
+    fmt, library = panel.FORMAT, LibrarySpec()
+    for chosen in (PANEL_ROLES[:3], PANEL_ROLES[:4]):
+        problems = fmt.check("我们团队是否应该在明年全面转向远程办公？", chosen, options("panel"), library)
+        message = problems["personas"].render(lambda s: s)
+        assert "five roles" in message and f"you chose {len(chosen)}" in message and "verifier" in message
+    assert "personas" not in fmt.check(
+        "我们团队是否应该在明年全面转向远程办公？", PANEL_ROLES, options("panel"), library
+    )
+    assert "personas" not in fmt.check("我们团队是否应该在明年全面转向远程办公？", [], options("panel"), library)
+
+
+async def test_a_panel_without_its_verifier_is_refused_not_run_without_his_searches():
+    no_verifier = [p for p in PANEL_ROLES if p.role != "verifier"]
+    run = await debate(panel_spec(roles=no_verifier, token_budget=UNCAPPED), panel_fake())
+    assert run.outcome == "refused" and run.calls == []
+    assert "five roles" in run.finished.reason and "you chose 4" in run.finished.reason
+
+
+# -- a speech sent back once ------------------------------------------------------------------------
+
+PARTIAL = "立场：看证据。\n小结：贝叶斯只谈证据。"
+WHOLE = "立场：看证据。\n核心论据：\n1. 基率。\n反驳：无\n沉默声明：无\n小结：贝叶斯补全了五要素。"
+
+
+async def test_a_speech_missing_its_five_parts_is_sent_back_once_with_what_it_lacks():
+    fake = panel_fake()
+    fake.reply("r1:bayes", PARTIAL)
+    fake.reply("r1:bayes:again", WHOLE)
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+
+    again = run.call("r1:bayes:again").user
+    assert "缺少：核心论据、反驳、沉默声明" in again and "## 你被退回的上一版\n" + PARTIAL in again
+    assert run.turns()["r1:bayes:again"].data["missing_parts"] == []
+    assert "贝叶斯补全了五要素" in run.call("r2:osborn").user  # the new version is the one the others read
+    assert "sent_back" in run.warning_codes and "sent_back_kept" not in run.warning_codes
+    assert run.data["sent_back"] == {"bayes·R1": ["缺少：核心论据、反驳、沉默声明"]}
+    assert not run.calls_for("r1:osborn:again")  # a whole speech is not sent back
+
+
+async def test_a_speech_still_missing_parts_after_the_resend_is_flagged_and_not_sent_again():
+    fake = panel_fake(speeches={("bayes", 1): PARTIAL})  # written again the same
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+    assert len(run.calls_for("r1:bayes*")) == 2
+    assert "sent_back_kept" in run.warning_codes and "贝叶斯" in run.warning("sent_back_kept").text
+
+
+FRONT = (
+    "立场：坚持审查。\n核心论据：一条。\n反驳：【引用 奥斯本·R2】“MARK-osborn-R2”这一点站不住。\n"
+    "沉默声明：无\n小结：费曼坚持。"
+)
+BREACH = (
+    "检验交锋：【引用 费曼·R3】“这一点站不住”——我补上数据；【引用 黑格尔·R1】“MARK-hegel-R1”也不对。\n"
+    "终辩声明：维持发散立场，让步：接受试点。\n小结：奥斯本让一步。"
+)
+KEPT = "检验交锋：【引用 费曼·R3】“这一点站不住”——我补上数据。\n终辩声明：维持发散立场。\n小结：奥斯本坚持。"
+
+
+async def test_a_closing_that_breaks_r4s_rules_is_sent_back_once_and_the_new_one_stands():
+    fake = panel_fake(speeches={("feynman", 3): FRONT})
+    fake.reply("r4:osborn", BREACH)
+    fake.reply("r4:osborn:again", KEPT)
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+
+    again = run.call("r4:osborn:again").user
+    assert "引用了 R3 以外的发言：黑格尔·R1" in again and "对没有向你开战线的角色开了新战线：黑格尔" in again
+    assert "## 你的开放战线" in again  # the fronts are still the material it answers
+    # the new version passes: nothing is flagged at the end
+    assert not {"r4_form", "r4_other_rounds", "r4_new_front"} & set(run.warning_codes)
+    assert run.data["closing_checks"]["osborn"] == {"missing_parts": [], "other_rounds": [], "new_fronts": []}
+
+
+async def test_a_closing_without_its_two_parts_is_sent_back_then_flagged_if_it_stays():
+    fake = panel_fake(speeches={("feynman", 3): FRONT, ("osborn", 4): "立场：不变。\n小结：不变。"})
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+    assert "缺少：检验交锋、终辩声明" in run.call("r4:osborn:again").user
+    assert "r4_form" in run.warning_codes  # still lacking after the resend: flagged, as before
+
+
+def test_the_parts_missing_are_named_in_the_debates_language_and_read_in_either():
+    english = "Position: hold.\nCore arguments: 1. a.\nSummary: s."
+    assert panel.missing_parts(english, "en") == ["Rebuttal", "Silence"]
+    assert panel.missing_parts(english, "zh") == ["反驳", "沉默声明"]
+    assert panel.missing_parts("立场：a\n论据：\n1. b\n反驳：无\n沉默声明：无\n小结：c", "zh") == []
+
+
+# -- the duel's seed topics in a user's English words ------------------------------------------------
+
+# How a user writes each of the seed table's topics in English (not the rules' own words).
+ENGLISH_TOPICS = [
+    ("Should I chant the Buddha's name or practise Chan meditation?", {"huineng", "yinguang"}),
+    ("Pure Land or Zen: which suits a busy lay person?", {"huineng", "yinguang"}),
+    ("Madhyamaka versus Yogacara: is the mind ultimately real?", {"kumarajiva", "xuanzang"}),
+    ("Does the Middle Way school or the Mind-Only school read emptiness better?", {"kumarajiva", "xuanzang"}),
+    ("Is enlightenment sudden or gradual?", {"huineng", "zhiyi"}),
+    ("Sudden enlightenment or step-by-step practice?", {"huineng", "zhiyi"}),
+    ("Does the Prasangika view undercut Chan's direct pointing at the mind?", {"tsongkhapa", "huineng"}),
+    ("Is strict monastic discipline or insight meditation the better path?", {"ajahn-chah", "mahasi-sayadaw"}),
+    ("Precepts first, or insight meditation first?", {"ajahn-chah", "mahasi-sayadaw"}),
+    ("Do the three scopes of the Lamrim conflict with seeing one's own nature?", {"atisha", "huineng"}),
+    (
+        "The graded path of the three kinds of persons versus seeing your true nature: which comes first?",
+        {"atisha", "huineng"},
+    ),
+    ("Study Tiantai doctrine but practise Pure Land: does that hold together?", {"ouyi", "yinguang"}),
+    ("Tiantai teaching or Pure Land practice for a modern Buddhist?", {"ouyi", "yinguang"}),
+    (
+        "Is the Tiantai system of doctrine and contemplation compatible with Tsongkhapa's Middle Way?",
+        {"ouyi", "tsongkhapa"},
+    ),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("question", "pair"), ENGLISH_TOPICS)
+def test_english_phrasings_of_the_seed_topics_pair_as_the_chinese_ones(libraries, question, pair):
+    from debates.engine import duel, registry
+    from debates.specs import library_spec
+
+    library = library_spec(registry.get("duel"))
+    pairing = duel.choose_pair(question, [], library.pairing_rules, library.pool)
+    assert {pairing.a.slug, pairing.b.slug} == pair, (question, pairing.how)
