@@ -120,7 +120,8 @@ class LibraryAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             try:
                 data = parse_manifest(form.manifest_bytes())
-                result = import_manifest(data, replace=form.cleaned_data["replace"])
+                # Recorded as imported, whatever the file says (the roundtable seed's external-import).
+                result = import_manifest(data, replace=form.cleaned_data["replace"], source=Persona.Source.EXTERNAL)
             except ManifestInvalid as exc:
                 errors = exc.errors
             else:
@@ -150,29 +151,44 @@ class CrossCritiqueInline(admin.TabularInline):
     extra = 0
     verbose_name = _("outgoing cross-critique entry")
     verbose_name_plural = _("outgoing cross-critique entries")
+    # Narrow enough for the page to fit 1280 px beside the admin's sidebar (no sideways scroll).
     formfield_overrides = {
-        CrossCritique._meta.get_field("point").__class__: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+        CrossCritique._meta.get_field("point").__class__: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 36})},
+        CrossCritique._meta.get_field("citation").__class__: {"widget": forms.TextInput(attrs={"size": 14})},
     }
 
 
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "library", "kind", "tier", "tradition", "critiques_out", "critiques_in")
-    list_filter = ("library", "tier", "tradition", "kind")
+    list_display = (
+        "slug",
+        "name",
+        "name_en",
+        "library",
+        "kind",
+        "tier",
+        "tradition",
+        "source",
+        "critiques_out",
+        "critiques_in",
+    )
+    list_filter = ("library", "tier", "source", "tradition", "kind")
     ordering = ("library__slug", "slug")  # annotated querysets drop Meta.ordering
     list_select_related = ("library",)
     # keywords are searched in get_search_results (a JSON column).
-    search_fields = ("slug", "name", "tradition", "description", "description_en")
+    search_fields = ("slug", "name", "name_en", "tradition", "description", "description_en")
     inlines = (CrossCritiqueInline,)
-    readonly_fields = ("incoming_critiques", "updated_at")
+    readonly_fields = ("incoming_critiques", "updated_at", "distilled_by", "distilled_at")
     fieldsets = (
-        (None, {"fields": ("library", "slug", "name", "kind", "tier", "role", "tradition", "keywords")}),
+        (None, {"fields": ("library", "slug", "name", "name_en", "kind", "tier", "role", "tradition", "keywords")}),
         (_("Description"), {"fields": ("description", "description_en")}),
         (_("Persona text"), {"fields": Persona.TEXT_FIELDS}),
         (
             _("Format-specific"),
             {"fields": ("veto_right", "preferred_model", "schema_type", "density_score", "source")},
         ),
+        # A distilled character (the roundtable's L3): who had it made, when, and what it rests on.
+        (_("Provenance"), {"fields": ("distilled_by", "distilled_at", "sources")}),
         (_("Received"), {"fields": ("incoming_critiques", "updated_at")}),
     )
 
@@ -310,10 +326,10 @@ class PairingRuleAdmin(admin.ModelAdmin):
 
 @admin.register(DomainTemplate)
 class DomainTemplateAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "library", "role_count")
+    list_display = ("slug", "name", "name_en", "library", "role_count")
     ordering = ("library__slug", "slug")  # annotated querysets drop Meta.ordering
     list_filter = ("library",)
-    search_fields = ("slug", "name")
+    search_fields = ("slug", "name", "name_en")
     filter_horizontal = ("roles",)
 
     def get_queryset(self, request):

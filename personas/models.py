@@ -6,10 +6,12 @@ time through the task decorator, so nothing here may name a particular debate qu
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
@@ -26,6 +28,22 @@ MAX_ROUNDS = 8
 def validate_density(value: float) -> None:
     if value != -1 and not 0 <= value <= 10:
         raise ValidationError(_("Leave empty, or use -1 or a number from 0 to 10."), code="density")
+
+
+def is_english(lang: str | None = None) -> bool:
+    """Is `lang` (a language code; default: the active language) English?"""
+    return (lang or get_language() or "").lower().startswith("en")
+
+
+def name_in(lang: str | None, name: str, name_en: str) -> str:
+    """`name_en` for an English reader (`lang`; default: the active language) when it is set, else `name`."""
+    return name_en if name_en and is_english(lang) else name
+
+
+def names_by_language(name: str, name_en: str) -> dict[str, str]:
+    """A name in every language the site speaks, by language code ({"zh-hans": …, "en": …}): what
+    the JSON doors give beside the name in the reader's language."""
+    return {code: strip_invisible(name_in(code, name, name_en)) for code, _label in settings.LANGUAGES}
 
 
 def pair_key(slug_a: str, slug_b: str) -> str:
@@ -101,10 +119,14 @@ class Persona(models.Model):
     class Source(models.TextChoices):
         BUNDLED = "bundled", _("Bundled")
         EXTERNAL = "external-import", _("External import")
+        # An L3 character distilled from a real person the user named (debates.characters).
+        DISTILLED = "distilled", _("Distilled")
 
     library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="personas")
     slug = models.CharField(_("slug"), max_length=80, unique=True, validators=[slug_validator])
     name = models.CharField(_("display name"), max_length=120)
+    # The name an English debate and an English reader use; empty: `name` serves both.
+    name_en = models.CharField(_("English display name"), max_length=120, blank=True)
     kind = models.CharField(_("kind"), max_length=12, choices=Kind.choices, default=Kind.DEBATER)
     tier = models.CharField(_("tier"), max_length=8, choices=Tier.choices, blank=True)
     # The panel's English role id (divergent, convergent, …) or a stance id; free otherwise.
@@ -124,6 +146,18 @@ class Persona(models.Model):
     schema_type = models.CharField(_("schema type"), max_length=40, blank=True)
     density_score = models.FloatField(_("density score"), null=True, blank=True, validators=[validate_density])
     source = models.CharField(_("source"), max_length=40, choices=Source.choices, default=Source.BUNDLED)
+    # A distilled character: who had it made, when, and what the distillation rests on (books,
+    # letters, speeches the model named; pages research found), one per line.
+    distilled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("distilled by"),
+    )
+    distilled_at = models.DateTimeField(_("distilled at"), null=True, blank=True)
+    sources = models.TextField(_("sources"), blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     TEXT_FIELDS = (
@@ -160,6 +194,14 @@ class Persona(models.Model):
 
     def __str__(self):
         return f"{strip_invisible(self.name)} ({self.slug})"
+
+    def called(self, lang: str | None = None) -> str:
+        """The name a reader of `lang` ("zh"/"en"; default: the active language) knows this
+        persona by: the English name for English when it has one, else `name`."""
+        return strip_invisible(name_in(lang, self.name, self.name_en))
+
+    def described(self, lang: str | None = None) -> str:
+        return strip_invisible(name_in(lang, self.description, self.description_en))
 
     def clean(self):
         errors = purity_errors(vars(self))
@@ -258,6 +300,7 @@ class DomainTemplate(models.Model):
     library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="domain_templates")
     slug = models.SlugField(validators=[slug_validator])
     name = models.CharField(_("name"), max_length=200)
+    name_en = models.CharField(_("English name"), max_length=200, blank=True)
     keywords = models.JSONField(_("domain keywords"), default=list, blank=True)
     roles = models.ManyToManyField(Persona, related_name="domain_templates", verbose_name=_("roles"))
 

@@ -66,7 +66,17 @@ class Call:
         return match.group(1) if match else ""
 
 
-Reply = str | Callable[[Call], str] | ProviderError
+@dataclass(frozen=True)
+class Counted:
+    """A scripted reply with the usage its server reports (else estimated from the text), e.g. a
+    panel baseline whose prompt counts as large, so the seed's cap leaves a test's rounds room."""
+
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+Reply = str | Callable[[Call], str] | ProviderError | Counted
 
 
 def default_reply(call: Call) -> str:
@@ -141,7 +151,8 @@ class FakeLLM(LLMClient):
             call.started = time.monotonic()
             if isinstance(scripted, ProviderError):
                 raise scripted
-            text = scripted(call) if callable(scripted) else scripted
+            counted = scripted if isinstance(scripted, Counted) else Counted("")
+            text = scripted(call) if callable(scripted) else (counted.text if scripted is counted else scripted)
             text = self.default(call) if text is None else text
             call.reply = text
             for i in range(0, len(text), self.chunk):
@@ -150,8 +161,8 @@ class FakeLLM(LLMClient):
                 yield text[i : i + self.chunk]
             call.finished = time.monotonic()
             completion.text = text
-            completion.prompt_tokens = estimate_messages_tokens(messages)
-            completion.completion_tokens = estimate_tokens(text)
+            completion.prompt_tokens = counted.prompt_tokens or estimate_messages_tokens(messages)
+            completion.completion_tokens = counted.completion_tokens or estimate_tokens(text)
             completion.finish_reason = "stop"
 
         return ChatStream(deltas(), completion)

@@ -270,12 +270,15 @@ def _content_text(content: Any) -> str:
 def default_reply(request: dict[str, Any]) -> str:
     """Deterministic text derived from the request, so unscripted runs still produce distinct,
     reproducible replies: same messages, same text. Replies in Chinese when the system prompt or
-    the last user message is Chinese."""
+    the last user message is Chinese, unless the system prompt asks for English."""
     messages = request.get("messages") or []
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).digest()
     system = next((_content_text(m.get("content")) for m in messages if m.get("role") == "system"), "")
     last_user = next((_content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-    chinese = re.search(f"[{_CJK}]", system + last_user) is not None
+    # A debate held in English says so in its system prompt (the persona's own text may still be
+    # the library's Chinese): answer in English then.
+    english = "Answer in English" in system
+    chinese = not english and re.search(f"[{_CJK}]", system + last_user) is not None
     pool = ZH_SENTENCES if chinese else _EN_SENTENCES
     picked = [pool[b % len(pool)] for b in digest[:3]]
     joiner = "" if chinese else " "
@@ -284,6 +287,8 @@ def default_reply(request: dict[str, Any]) -> str:
         # The panel's admission form: answered as a model that follows it would, so a debate on
         # the fake server gets past admission (which refuses an answer it cannot read).
         return f"类型：选择决策型\n可证伪：是\n理由：{text}\n话题标识：sample-debate-topic"
+    if "Falsifiable: yes / no" in last_user:  # the same form in an English debate
+        return f"Type: choice decision\nFalsifiable: yes\nReason: {text}\nTopic slug: sample-debate-topic"
     return text
 
 

@@ -84,9 +84,13 @@ class AgoraServer:
     def command(self) -> list[str]:
         return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agora.asgi:application"]
 
+    popen_options: dict = {}
+
     def start(self, timeout: float = 30):
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
-        self.process = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            self.command(), cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, **self.popen_options
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -114,6 +118,44 @@ class AgoraServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
+
+
+class ServedSet(AgoraServer):
+    """`manage.py serve --processes N` (one socket, N daphne children) in a process group of its
+    own, so a crash can kill every process of the set at once."""
+
+    processes = 2
+    health_path = "/healthz"
+    popen_options = {"start_new_session": True}
+
+    def command(self) -> list[str]:
+        return [sys.executable, "manage.py", "serve", "--processes", str(self.processes), "-p", str(self.port)]
+
+    def children(self) -> list[int]:
+        """The daphne processes of the set."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if (
+                    entry.name.isdigit()
+                    and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == self.process.pid
+                ):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    def crash(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.crash()
 
 
 class AgoraWorker(AgoraServer):

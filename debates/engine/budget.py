@@ -30,7 +30,13 @@ class Ledger:
     """Sums per turn. `cap` (tokens) makes `exceeded` true once spending passes it; the turns that
     are exempt (the panel's baseline measurement) are charged but do not count against the cap.
     `reserve` is the part of the cap kept for the turns that must run whatever happens (a
-    verdict): the others may start only while the counted spending leaves it untouched."""
+    verdict): the others may start only while the counted spending leaves it untouched.
+
+    The cap holds because a turn is paid for before it starts: `hold` books its whole allowance
+    (its prompt and the completion limit its request carries), and only a turn whose allowance
+    fits beside what is spent and what the turns in flight have booked may start; `charge` then
+    replaces the booking with what the turn really cost. Turns that run at once (a parallel
+    round) are all booked before any of them can spend."""
 
     def __init__(self, cap: int | None = None) -> None:
         self.cap = cap
@@ -38,6 +44,7 @@ class Ledger:
         self.reserve = 0
         self.entries: dict[str, LedgerEntry] = {}
         self.exempt: set[str] = set()
+        self.held: dict[str, int] = {}  # turn key -> tokens booked for it while it runs
         # Research is not paid in tokens but in searches, pages and time: counted apart.
         self.research = {"searches": 0, "fetches": 0, "seconds": 0.0, "fetched_tokens": 0}
 
@@ -59,7 +66,9 @@ class Ledger:
         reasoning=0,
     ):
         """`completion_tokens` include the thinking's (`reasoning` of them), as servers count them:
-        thinking is paid as output and counts against the cap like any output."""
+        thinking is paid as output and counts against the cap like any output. The turn's booking
+        (`hold`), if any, ends: what it really cost takes its place."""
+        self.held.pop(key, None)
         # A key charged twice (a turn sent back once) accumulates: both calls were paid for.
         entry = self.entries.get(key)
         if entry is None:
@@ -72,6 +81,30 @@ class Ledger:
             entry.cost = None if entry.cost is None or cost is None else entry.cost + cost
         if exempt:
             self.exempt.add(key)
+
+    @property
+    def booked(self) -> int:
+        """Tokens booked for the turns in flight."""
+        return sum(self.held.values())
+
+    def room(self, *, reserved: bool = False) -> int | None:
+        """Tokens a turn may still book: the cap less what is counted and booked, and less the
+        reserve unless the turn is one it is kept for. None: no cap."""
+        if self.cap is None:
+            return None
+        return self.cap - self.counted - self.booked - (0 if reserved else self.reserve)
+
+    def hold(self, key: str, tokens: int, *, reserved: bool = False) -> bool:
+        """Book `tokens` for the turn `key` if they fit (see `room`); false, booking nothing, if not."""
+        room = self.room(reserved=reserved)
+        if room is not None and tokens > room:
+            return False
+        self.held[key] = self.held.get(key, 0) + tokens
+        return True
+
+    def release(self, key: str) -> None:
+        """End a booking without a charge (a turn that never reached the server)."""
+        self.held.pop(key, None)
 
     @property
     def prompt_tokens(self) -> int:
@@ -116,7 +149,7 @@ class Ledger:
     def spent_for_rounds(self) -> bool:
         """True once the turns that are not reserved may no longer start: the token cap (with the
         verdict's reserve kept) or the money budget is spent."""
-        tokens = self.cap is not None and self.counted + self.reserve >= self.cap
+        tokens = self.cap is not None and self.counted + self.booked + self.reserve >= self.cap
         return tokens or (self.money_cap is not None and self.money >= self.money_cap)
 
     def as_dict(self) -> dict:

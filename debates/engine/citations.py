@@ -19,7 +19,9 @@ NOT_FOUND = gettext_noop("the cited speech does not contain these words")
 
 CITATION_RE = re.compile(
     r"[【\[〔(（]\s*(?:引用|cite[sd]?|ref)?\s*[:：]?\s*"
-    r"(?P<speaker>[^\]】〕)）·:：\s]{1,40}?)\s*[·:：\s,，]?\s*R(?P<round>\d)\s*[\]】〕)）]"
+    # A name may hold spaces ("de Bono", "Charlie Munger"), never at either end.
+    r"(?P<speaker>[^\]】〕)）·:：\s](?:[^\]】〕)）·:：\n]{0,38}?[^\]】〕)）·:：\s])?)\s*[·:：\s,，]?\s*R(?P<round>\d)"
+    r"\s*[\]】〕)）]"
     r"\s*[:：]?\s*[“\"「『](?P<quote>[^”\"」』]{2,400})[”\"」』]",
     re.IGNORECASE,
 )

@@ -8,7 +8,7 @@ from debates.engine import events as ev
 from debates.engine import registry
 from debates.engine.budget import Ledger
 from debates.engine.context import DebateContext
-from debates.engine.i18n import gettext_noop, text, verbatim
+from debates.engine.i18n import gettext_noop, text
 from debates.engine.spec import DebateSpec
 from debates.engine.turns import AwaitingHuman, CapReached, ClientPool, DebateAborted, TurnPlan
 from debates.providers.base import ProviderError
@@ -27,13 +27,29 @@ async def run_debate(
         await _prepare(ctx)
         await ctx.emit(ev.Status("running"))
         outcome = await fmt.run(ctx) or "done"
-    except CapReached as stop:  # the money budget, in a format that has no cap of its own to handle
-        reason = text(
-            gettext_noop("The money budget of $%(budget)s was spent before %(turn)s: the debate stopped there."),
-            budget=f"{ctx.ledger.money_cap:g}",
-            turn=verbatim(stop.key),
-        )
-        await ctx.warn("money_budget", reason.msgid, **reason.params)
+    except CapReached as stop:  # a budget spent, in a format that has no cap of its own to handle
+        ledger = ctx.ledger
+        if ledger.money_cap is not None and ledger.money >= ledger.money_cap:
+            code, reason = (
+                "money_budget",
+                text(
+                    gettext_noop(
+                        "The money budget of $%(budget)s was spent before %(turn)s: the debate stopped there."
+                    ),
+                    budget=f"{ledger.money_cap:g}",
+                    turn=stop.label,
+                ),
+            )
+        else:  # the token cap had no room left for a turn the format must run (its verdict)
+            code, reason = (
+                "token_cap",
+                text(
+                    gettext_noop("The token cap of %(cap)d had no room left for %(turn)s: the debate stopped there."),
+                    cap=ledger.cap or 0,
+                    turn=stop.label,
+                ),
+            )
+        await ctx.warn(code, reason.msgid, **reason.params)
         await ctx.emit(ev.Status("stopped", reason))
         await ctx.emit(ev.Finished("stopped", str(reason)))
         return "stopped"
@@ -82,5 +98,13 @@ def human_turn(plan: TurnPlan) -> ev.AwaitingHuman:
     ]
     prompt = plan.messages[-1]["content"] if plan.messages else ""
     return ev.AwaitingHuman(
-        plan.key, plan.round, plan.phase, plan.speaker.slug, plan.speaker.name, parts, prompt, chars=plan.chars
+        plan.key,
+        plan.round,
+        plan.phase,
+        plan.speaker.slug,
+        plan.speaker.name,
+        parts,
+        prompt,
+        chars=plan.chars,
+        speaker_name_en=plan.speaker.name_en,
     )

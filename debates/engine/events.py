@@ -46,6 +46,7 @@ class TurnStarted(Event):
     messages: list[dict[str, str]]
     model: str = ""
     attempt: int = 1
+    speaker_name_en: str = ""  # the English name, if the persona has one (pages show it to English readers)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class AwaitingHuman(Event):
     parts: list[dict[str, Any]]
     prompt: str
     chars: int = 0  # a turn without parts: the limit of its one free text (0: the composer's own)
+    speaker_name_en: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from debates.engine.i18n import gettext_noop
+from debates.engine.i18n import gettext_noop, language_of
 from debates.engine.text import bigrams, clip, normalise
 
 EXCERPT_LIMIT = 1500  # what a source keeps of its text: the quote check's ground truth
@@ -24,6 +24,11 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"[。！？；]|[.!?;](?=\s)")  # "3.5" is not a sentence end
 _SPACES = re.compile(r"\s*")
 CITE_RULE = "引用材料时写来源编号并逐字摘录原话，如 [S2]“原话片段”；不得编造来源编号。"
+CITE_RULES = {
+    "zh": CITE_RULE,
+    "en": "When you use the material, write the source's number and quote its words exactly, as [S2] \"the words "
+    'quoted"; never make up a source number.',
+}
 
 # Why a source citation failed: msgids, rendered in the reader's language.
 NO_SUCH_SOURCE = gettext_noop("no source with this number is in the evidence pack")
@@ -127,15 +132,27 @@ class EvidencePack:
                 shown.add(source.id)
                 room -= cost
         blocks = []
+        lang = language_of(question)  # the debate's: its prompts say everything in it
         for source in sources:
-            head = f"[{source.id}] {source.title}" + (f"（{source.where}）" if source.where else "")
+            head = f"[{source.id}] {_titled(source, lang)}" + (_where(source, lang) if source.where else "")
             blocks.append(f"{head}\n{_shown(source)}" if source.id in shown else head)
         if sources:
-            blocks.append(CITE_RULE)
+            blocks.append(CITE_RULES[lang])
         return "\n\n".join([*blocks, *self.notes])
 
     def as_dict(self) -> dict[str, Any]:
         return {"sources": [s.as_dict() for s in self.sources], "notes": list(self.notes)}
+
+
+def _titled(source: Source, lang: str) -> str:
+    """The pasted material's title ("材料", "材料 §2") in the prompt's language."""
+    if lang == "en" and source.origin == "material" and source.title.startswith("材料"):
+        return "Material" + source.title.removeprefix("材料")
+    return source.title
+
+
+def _where(source: Source, lang: str) -> str:
+    return f" ({source.where})" if lang == "en" else f"（{source.where}）"
 
 
 def _shown(source: Source) -> str:

@@ -12,6 +12,7 @@ layer's catalogue holds them); the web layer translates them for each viewer.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -31,6 +32,11 @@ class Mode:
     seats: tuple[int, int] | None = None  # personas this mode seats, when it differs from the format's
     rounds: int | None = None  # rounds this mode runs, when fixed
     positions: bool = False  # each seat argues an assigned side (for / against)
+    # Other names a door accepts for it (the roundtable seed's --mode=快速|标准|深度), stored as `name`.
+    aliases: tuple[str, ...] = ()
+
+    def named(self, name: str) -> bool:
+        return name.strip().lower() in (self.name, *(a.lower() for a in self.aliases))
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,23 @@ class Rounds:
         return int(protocol.get("max_rounds", self.maximum)) if self.maximum is not None else None
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """A format's defaults for a small, slow model: the bundled 1.5B model on a few CPU cores,
+    where the defaults sized for a remote model take 15 to 20 minutes. Declared once beside the
+    format's own defaults (`Format.local`); the start form applies it to what a debate on the
+    bundled model leaves empty, and says so ("sized for the bundled model"). What a person sets
+    is kept; remote models keep the format's defaults.
+
+    `options`: defaults of the format's options (its rounds, its mode, a cap, a length);
+    `tokens`: max_tokens per turn kind, kept in the debate's `max_tokens` (its turns' allowances);
+    `summary`: the msgid the start form states it with."""
+
+    summary: str
+    options: dict[str, object] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass
 class Suggestion:
     """What the format would do with a question, shown as the user types."""
@@ -80,15 +103,23 @@ class Format:
     # Nobody chosen: show the roles the format picks for confirmation before anything runs (the
     # roundtable seed's "system recommends, user confirms"), instead of picking at run time.
     confirms_choice: ClassVar[bool] = False
+    # Real people the question or the start form names ("with X and Y") take seats as L3
+    # characters, found in a library or distilled with the debate's model (`debates.characters`).
+    seats_characters: ClassVar[bool] = False
     rounds: ClassVar[Rounds] = Rounds()
     # Default max_tokens per turn kind ("speech", "host", "verdict", …); Options.max_tokens overrides.
     tokens: ClassVar[dict[str, int]] = {"speech": 400, "host": 600}
+    # The defaults on the bundled local model (None: the format's own fit it).
+    local: ClassVar[Sizing | None] = None
     summary_limit: ClassVar[int] = 80
     phase_titles: ClassVar[dict[str, str]] = {}  # the transcript's heading for each of its phases
     parallel_phases: ClassVar[frozenset[str]] = frozenset()  # phases whose turns run at once
     researches: ClassVar[bool] = False  # may search the web for its evidence pack (a search provider)
     # What "swap sides" exchanges: "order" (who opens), "positions" (for and against), "" (nothing).
     sides: ClassVar[str] = ""
+    # Its first round has each seat state a thesis (the roundtable's R1): the options an audience
+    # votes on "before", once that round has named them (`debates.audience`).
+    first_round_theses: ClassVar[bool] = False
 
     # -- what the start form and the runner ask -----------------------------------------------
 
@@ -98,7 +129,7 @@ class Format:
             return None
         if not name:
             return self.modes[0]
-        return next((m for m in self.modes if m.name == name), None)
+        return next((m for m in self.modes if m.named(name)), None)
 
     def effective_mode(self, question: str, options: CommonOptions, seats: int = 0) -> Mode | None:
         """The mode a debate runs in: the chosen one, or what the format picks for a question and
@@ -156,11 +187,41 @@ class Format:
                 return text(gettext_noop("At most %(max)d rounds in this library."), max=maximum)
         return described.out_of_bounds(opt, value, 1 if opt.kind == "round_count" else None)
 
+    def sized(self, options: CommonOptions, question: str = "", seats: int = 0) -> CommonOptions:
+        """`options` sized for the bundled model (`local`): each option the sizing names that was
+        left empty takes its value, and the turns' allowances theirs unless already set. A mode
+        the question's words pick (the roundtable's "deep"), or one the `seats` chosen do not fit,
+        is not imposed."""
+        if self.local is None:
+            return options
+        changed: dict[str, object] = {}
+        offered = described.describe(self.Options)
+        for name, value in self.local.options.items():
+            opt = offered[name]
+            if not opt.empty(getattr(options, name)):
+                continue
+            if opt.kind == "modes":
+                picked, low_high = self.effective_mode(question, options), self.seat_bounds(str(value))
+                if picked != self.mode("") or (seats and not low_high[0] <= seats <= low_high[1]):
+                    continue
+            changed[name] = value
+        tokens = {**self.local.tokens, **options.max_tokens}
+        return dataclasses.replace(options, **changed, max_tokens=tokens)
+
     def suggest(self, question: str, library: LibrarySpec, options: CommonOptions | None = None) -> Suggestion:
         return Suggestion()
 
     async def run(self, ctx: DebateContext) -> str:
         raise NotImplementedError
+
+    def turns_planned(self, rounds: int, seats: int) -> list[tuple[int, str]]:
+        """(round, kind of turn) of the turns a run of `rounds` rounds with `seats` speakers plans,
+        in order, round 0 after the rounds for the closing: what the live estimate of the time left
+        counts (`debates.engine.estimate`). By default one speech per speaker per round, then one
+        closing turn of the format's last other kind (the duel's close, the verdict, the host's
+        synthesis); a format whose rounds differ says so here."""
+        closing = [kind for kind in self.tokens if kind != "speech"][-1:] or ["speech"]
+        return [(r, "speech") for r in range(1, rounds + 1) for _ in range(seats)] + [(0, closing[0])]
 
     def __repr__(self) -> str:
         return f"<Format {self.name}>"

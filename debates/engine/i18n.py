@@ -9,8 +9,23 @@ database keeps. `gettext_noop` only marks a msgid so `makemessages` puts it into
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+_CJK = re.compile("[\u3400-\u9fff]")
+
+
+def language_of(question: str) -> str:
+    """The language a debate is held in: "zh" if the question has Chinese in it, else "en".
+    Every prompt, fixed line, form label and parsed heading of the debate follows it."""
+    return "zh" if _CJK.search(question or "") else "en"
+
+
+def say(lang: str, zh: str, en: str) -> str:
+    """The engine's words to a model (prompts, forms), in the debate's language. Not a msgid:
+    these are instructions to the model, written per language, never shown through a catalogue."""
+    return en if lang == "en" else zh
 
 
 def gettext_noop(msgid: str) -> str:
@@ -60,6 +75,29 @@ class Text(str):
 
 def text(msgid: str, **params: Any) -> Text:
     return Text(msgid, params)
+
+
+# The msgid of a person's name inside a message (`named`): "%(name)s", with the name in each
+# language beside it, so a page can show its own reader's.
+NAME = "%(name)s"
+
+
+def named(name: str, name_en: str, lang: str) -> Text:
+    """A persona's name inside a message: in `lang` wherever the engine renders it (the report's
+    Markdown, in the debate's language), and in each reader's language where a page renders the
+    stored message (`for_reader`)."""
+    return Text(NAME, {"name": name_en if lang == "en" and name_en else name, "zh": name, "en": name_en})
+
+
+def for_reader(message: Text, english: bool) -> Text:
+    """`message` with every name inside it (`named`) as an English reader, or another, calls it."""
+    if message.msgid == NAME and "zh" in message.params:
+        zh, en = message.params["zh"], message.params.get("en") or ""
+        return Text(NAME, {**message.params, "name": en if english and en else zh})
+    if not any(isinstance(v, Text) for v in message.params.values()):
+        return message
+    params = {k: for_reader(v, english) if isinstance(v, Text) else v for k, v in message.params.items()}
+    return Text(message.msgid, params)
 
 
 def verbatim(value: str) -> Text:

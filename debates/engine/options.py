@@ -63,6 +63,10 @@ class Option:
     # What a door where nobody can answer (a terminal without input, a batch) sets, if anything:
     # the roundtable's "no interrupt" runs through a checkpoint nobody would answer.
     unattended: Any = None
+    # What a chat door (an OpenAI-compatible request, `debates.as_model`) fills the option with,
+    # when the request does not set it: "system", the chat's system messages; "earlier", the
+    # conversation before the question. One declaration, read by the door, names no option.
+    from_chat: str = ""
     # Set by Agora itself or by the engine's own callers, never offered at a door (the
     # roundtable's seats changed at its checkpoint; per-turn token overrides for benchmarks).
     internal: bool = False
@@ -75,6 +79,8 @@ class Option:
             raise OptionError(f"unknown option kind {self.kind!r}; one of {', '.join(sorted(KINDS))}")
         if self.place not in PLACES:
             raise OptionError(f"unknown place {self.place!r}; one of {', '.join(sorted(PLACES))}")
+        if self.from_chat not in ("", "system", "earlier"):
+            raise OptionError(f"unknown from_chat {self.from_chat!r}; one of system, earlier")
         if self.kind == "choice" and not self.choices:
             raise OptionError("a choice option needs its choices")
 

@@ -6,12 +6,16 @@ filled in here, the same way for every format."""
 from __future__ import annotations
 
 from debates.engine.context import DebateContext
+from debates.engine.i18n import say
 from debates.engine.prompts import TaskDecorator, compose, domain_bridge, stop_before
 from debates.engine.spec import PersonaSpec
 from debates.engine.structure import Form
 from debates.engine.turns import PostProcess, TurnPlan
 
-HOST_RULE = "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。"
+HOST_RULE = {
+    "zh": "你只有程序权与记录权，没有裁决权；不下场辩论，不替任何一方说话。",
+    "en": "You hold only procedure and the record, no power to decide: you do not debate and speak for no side.",
+}
 
 
 def plan(
@@ -41,13 +45,16 @@ def plan(
     (the local model), so its reply has them all, in order and within the turn's budget."""
     override = ctx.spec.overrides.get(key, {})  # a turn regenerated with another model or instruction
     if override.get("instruction"):
-        rules = [*rules, f"重写要求（用户给出）：{override['instruction']}"]
+        said = override["instruction"]
+        rules = [*rules, say(ctx.lang, f"重写要求（用户给出）：{said}", f"Rewrite as the user asks: {said}")]
     decorator = TaskDecorator(
         topic=ctx.spec.question,
         facts=ctx.facts_for(round_no),
         user_context=ctx.options.user_context,
-        domain_bridge=domain_bridge(speaker) if speaker.kind == "debater" else "",
+        domain_bridge=domain_bridge(speaker, ctx.lang) if speaker.kind == "debater" else "",
         rules=list(rules),
+        lang=ctx.lang,
+        floor=list(ctx.floor),
     )
     budget = max_tokens or ctx.max_tokens(kind)
     client = override.get("client") or ctx.seat_client(speaker.slug)
@@ -61,7 +68,7 @@ def plan(
         messages=compose(speaker, decorator, material=material, output_format=output, duty=duty),
         max_tokens=budget,
         summary_limit=ctx.format.summary_limit,
-        stop=stop if stop is not None else stop_before(list(others)),
+        stop=stop if stop is not None else stop_before(list(others), ctx.lang),
         client=client,
         postprocess=_tidied(form, postprocess) if form is not None else postprocess,
         exempt_from_cap=exempt,
@@ -73,11 +80,14 @@ def plan(
 
 
 def _tidied(form: Form, postprocess: PostProcess | None) -> PostProcess:
-    """The format's own postprocessing, on the reply with what its parts copied of the form cut."""
+    """The format's own postprocessing, on the reply with what its parts copied of the form cut.
+    The form's labels go with the turn's data (`parts`): pages and exports show the text without
+    them where they only repeat the grammar (`reading.shown_speech`)."""
 
     def run(raw: str) -> tuple[str, dict]:
         text = form.tidy(raw)
-        return postprocess(text) if postprocess else (text, {})
+        text, data = postprocess(text) if postprocess else (text, {})
+        return text, {**data, "parts": form.labels()}
 
     return run
 
@@ -104,11 +114,11 @@ def host_plan(
         key,
         round_no=round_no,
         phase=phase,
-        rules=[task, HOST_RULE],
+        rules=[task, HOST_RULE[ctx.lang]],
         material=material,
         output=output,
         kind=kind,
-        duty="你是主持人，语言中性。",
+        duty=say(ctx.lang, "你是主持人，语言中性。", "You are the host; your language is neutral."),
         exempt=exempt,
         max_tokens=max_tokens,
         form=form,

@@ -6,12 +6,47 @@ arrives here, per turn, and exists only in the prompt and the debate's record.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+from debates.engine.i18n import say
 from debates.engine.spec import PersonaSpec
 from debates.providers.base import Message
 
-LANGUAGE_RULE = "用提问所用的语言作答（问题是中文就用中文）。Answer in the language of the question."
+_CJK = re.compile("[\u3400-\u9fff]")
+
+# Said once per language: a debate is held in its question's language (`DebateSpec.language`), so
+# every heading and instruction a model reads is in that language too. A model copies the
+# language of its prompt far more readily than it obeys a rule about it (an English question under
+# Chinese headings came back in Chinese).
+LANGUAGE_RULE = {
+    "zh": "用中文作答。",
+    "en": "Answer in English: the question is in English, and so is this whole debate.",
+}
+FLOOR_NOTE = {
+    "zh": "观众席提出了下列问题（观众的原话，不是任何发言者的话）；在本轮发言中回应它们：",
+    "en": "The audience asked these questions (their words, not any speaker's); answer them in this turn:",
+}
+HEADINGS = {
+    "zh": {
+        "topic": "议题",
+        "facts": "已知事实与材料",
+        "user": "用户背景",
+        "floor": "来自观众席的提问",
+        "bridge": "领域适配",
+        "rules": "本轮规则",
+        "output": "输出格式",
+    },
+    "en": {
+        "topic": "Question",
+        "facts": "Known facts and material",
+        "user": "About the user",
+        "floor": "From the floor",
+        "bridge": "Your frame here",
+        "rules": "Rules of this round",
+        "output": "Output format",
+    },
+}
 
 
 @dataclass
@@ -23,30 +58,48 @@ class TaskDecorator:
     user_context: str = ""
     domain_bridge: str = ""
     rules: list[str] = field(default_factory=list)
+    lang: str = "zh"
+    # Questions the audience put, taken into the debate (#30): material every speaker reads alike,
+    # never another speaker's words.
+    floor: list[str] = field(default_factory=list)
 
     def render(self) -> str:
-        parts = [f"## 议题 Question\n{self.topic}"]
+        h = HEADINGS[self.lang]
+        parts = [f"## {h['topic']}\n{self.topic}"]
         if self.facts.strip():
-            parts.append(f"## 已知事实与材料 Known facts\n{self.facts.strip()}")
+            parts.append(f"## {h['facts']}\n{self.facts.strip()}")
         if self.user_context.strip():
-            parts.append(f"## 用户背景 User context\n{self.user_context.strip()}")
+            parts.append(f"## {h['user']}\n{self.user_context.strip()}")
+        if self.floor:
+            ask = FLOOR_NOTE[self.lang]
+            parts.append(f"## {h['floor']}\n{ask}\n" + "\n".join(f"- {q}" for q in self.floor))
         if self.domain_bridge.strip():
-            parts.append(f"## 领域适配 Your frame here\n{self.domain_bridge.strip()}")
+            parts.append(f"## {h['bridge']}\n{self.domain_bridge.strip()}")
         if self.rules:
-            parts.append("## 本轮规则 Rules of this round\n" + "\n".join(f"- {r}" for r in self.rules))
+            parts.append(f"## {h['rules']}\n" + "\n".join(f"- {r}" for r in self.rules))
         return "\n\n".join(parts)
 
 
-def system_prompt(persona: PersonaSpec, *, duty: str = "") -> str:
-    """Who is speaking. `duty` states the speaker's job in this format (e.g. the host's limits)."""
-    lines = [f"你是「{persona.name}」。始终以这个人格的视角、知识与风格发言，不扮演任何其他人。"]
-    if persona.description:
-        lines.append(persona.description)
+def system_prompt(persona: PersonaSpec, *, duty: str = "", lang: str = "zh") -> str:
+    """Who is speaking. `duty` states the speaker's job in this format (e.g. the host's limits).
+    The persona's own text stays as its library wrote it (Chinese); its name and one-line
+    description are in the debate's language where the library has them."""
+    name = persona.called(lang)
+    lines = [
+        say(
+            lang,
+            f"你是「{name}」。始终以这个人格的视角、知识与风格发言，不扮演任何其他人。",
+            f"You are {name}. Always speak from this persona's point of view, knowledge and style; "
+            "never play anyone else.",
+        )
+    ]
+    if persona.described(lang):
+        lines.append(persona.described(lang))
     if persona.text.strip():
         lines.append(persona.text.strip())
     if duty:
         lines.append(duty)
-    lines.append(LANGUAGE_RULE)
+    lines.append(LANGUAGE_RULE[lang])
     return "\n\n".join(lines)
 
 
@@ -59,31 +112,43 @@ def compose(
     duty: str = "",
 ) -> list[Message]:
     """One fresh call's messages: system = the persona; user = decorator + material + format."""
+    lang = decorator.lang
     user = [decorator.render()]
     if material.strip():
         user.append(material.strip())
     if output_format.strip():
-        user.append("## 输出格式 Output format\n" + output_format.strip())
+        user.append(f"## {HEADINGS[lang]['output']}\n" + output_format.strip())
     return [
-        {"role": "system", "content": system_prompt(persona, duty=duty)},
+        {"role": "system", "content": system_prompt(persona, duty=duty, lang=lang)},
         {"role": "user", "content": "\n\n".join(user)},
     ]
 
 
-def domain_bridge(persona: PersonaSpec) -> str:
+def domain_bridge(persona: PersonaSpec, lang: str = "zh") -> str:
     """A one-line lead-in mapping the persona's general frame onto whatever the question is about."""
-    focus = "、".join(persona.keywords[:4])
+    # An English debate names the persona's English keywords where the library has them.
+    english = [k for k in persona.keywords if not _CJK.search(k)] if lang == "en" else []
+    focus = ("、" if lang == "zh" else ", ").join((english or list(persona.keywords))[:4])
     if focus:
-        return f"请把你一贯关注的（{focus}）映射到这个问题所在的领域，从你的框架出发发言。"
-    return "请把你一贯的思考框架映射到这个问题所在的领域。"
+        return say(
+            lang,
+            f"请把你一贯关注的（{focus}）映射到这个问题所在的领域，从你的框架出发发言。",
+            f"Map what you always care about ({focus}) onto the field this question is in, and speak from your frame.",
+        )
+    return say(
+        lang,
+        "请把你一贯的思考框架映射到这个问题所在的领域。",
+        "Map your usual frame of thinking onto the field this question is in.",
+    )
 
 
 # A small model sometimes echoes the prompt's own headings after its speech: stop there.
-ECHO_STOPS = ("## 输出格式", "## 本轮规则")
+ECHO_STOPS = {lang: (f"## {h['output']}", f"## {h['rules']}") for lang, h in HEADINGS.items()}
 
 
-def stop_before(names: list[str]) -> list[str]:
+def stop_before(names: list[str], lang: str = "zh") -> list[str]:
     """Stop sequences that end a turn if the model starts writing another speaker's lines or
     echoing the prompt. OpenAI-compatible servers accept at most four stop strings."""
-    stops = [f"\n{name}：" for name in names[:2]] + list(ECHO_STOPS)
+    colon = "：" if lang == "zh" else ":"
+    stops = [f"\n{name}{colon}" for name in names[:2]] + list(ECHO_STOPS[lang])
     return stops[:4]

@@ -10,6 +10,7 @@ by the web layer before display.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,14 +18,22 @@ from typing import Any
 from debates.engine import events as ev
 from debates.engine import evidence
 from debates.engine.i18n import Text, gettext_noop, text
+from debates.engine.reading import fold_rewrites, shown_speech
 from debates.engine.text import clip, topic_slug
 
 # Phases every format may have; a format's own `phase_titles` add to these.
 PHASE_TITLES = {"host": gettext_noop("Host"), "speech": gettext_noop("Speech"), "search": gettext_noop("Search")}
 Translate = Callable[[str], str]
+DISCARDED = gettext_noop("Discarded attempt, written again (not part of the debate)")
 RESEARCH_LINE = gettext_noop(
     "Research: %(searches)d searches, %(fetches)d pages fetched (%(fetched_tokens)d tokens read), %(seconds)s s"
 )
+
+
+def named(turn: Mapping, lang: str) -> str:
+    """A report turn's speaker as a reader of `lang` ("zh"/"en") knows them: the English name
+    for English when the turn has one (`speaker_name_en`), else `speaker_name`."""
+    return (lang == "en" and turn.get("speaker_name_en")) or turn.get("speaker_name", "")
 
 
 def _escape_cell(text: str) -> str:
@@ -85,13 +94,15 @@ class ReportBuilder:
                 "phase": r.phase,
                 "speaker": r.speaker.slug,
                 "speaker_name": r.speaker.name,
+                "speaker_name_en": r.speaker.name_en,
                 "summary": r.summary,
                 "data": r.data,
             }
             for r in self.ctx.transcript()
         ]
         speeches = {r.key: r.text for r in self.ctx.transcript()}
-        turns = [{**t, "text": speeches[t["key"]]} for t in data["turns"]]
+        # The stored Markdown is in the debate's language, the speakers' names too.
+        turns = [{**t, "speaker_name": named(t, self.ctx.lang), "text": speeches[t["key"]]} for t in data["turns"]]
         translate = self.ctx.translate
         verdict = render_verdict(self.title, data, translate)
         transcript = render_transcript(self.title, data, turns, translate)
@@ -188,19 +199,28 @@ def render_transcript(
     parts += _sections(data, "transcript", translate)
     parts.append(f"## {translate('All speeches')}")
     titles = data.get("phase_titles", {})
-    for turn in turns:
+    # An attempt a format had written again is folded under the turn that replaced it.
+    for turn, discarded in fold_rewrites(turns, key=lambda t: t["key"]):
         phase = _t(titles.get(turn["phase"]), translate) or turn["phase"]
-        heading = f"### {phase} · {translate('R%(n)d') % {'n': turn['round']}} · {turn['speaker_name']}"
+        # A turn outside the rounds (round 0: the host's, the closing) is named by its phase alone.
+        # A phase whose title already names its round ("R1 · Blind positions") is not given it twice.
+        label = translate("R%(n)d") % {"n": turn["round"]} if turn.get("round") else ""
+        where = [label] if label and not re.match(rf"{re.escape(label)}(?!\d)", phase) else []
+        heading = "### " + " · ".join([phase, *where, turn["speaker_name"]])
         body = [heading]
         if turn.get("thinking"):  # only when the reader asked for it: never part of the speech
             quoted = "\n".join(f"> {line}" for line in turn["thinking"].strip().splitlines())
             body.append(f"*{translate('Thinking')}*:\n\n{quoted}")
-        body.append((turn.get("text") or "").strip())
+        # A speech's own headings ("## Key points") sit below its turn's "###", never above it.
+        body.append(demote_headings(_shown(turn, with_summary=bool(turn.get("summary"))), below=3))
         if turn.get("summary"):
             body.append(f"*{translate('Summary')}*: {turn['summary']}")
         for n, attempt in enumerate(turn.get("earlier") or [], start=1):
             quoted = "\n".join(f"> {line}" for line in attempt.strip().splitlines())
             body.append(f"*{translate('Earlier attempt %(n)d') % {'n': n}}*:\n\n{quoted}")
+        for attempt in discarded:
+            quoted = "\n".join(f"> {line}" for line in _shown(attempt).splitlines())
+            body.append(f"*{translate(DISCARDED)}*:\n\n{quoted}")
         parts.append("\n\n".join(body))
     if not ledger:
         return "\n\n".join(parts) + "\n"
@@ -225,6 +245,39 @@ def render_transcript(
         line += "\n\n" + translate(RESEARCH_LINE) % research
     parts.append(f"## {translate('Token ledger')}\n\n{line}")
     return "\n\n".join(parts) + "\n"
+
+
+_ATX_HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def demote_headings(markdown: str, below: int) -> str:
+    """`markdown` with its headings moved down so the highest is one level under `below` (at most
+    h6), fenced code left alone: text shown under a heading of level `below` never outranks it."""
+    lines, fenced, levels = markdown.splitlines(), False, []
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (found := _ATX_HEADING.match(line)):
+            levels.append(len(found.group(2)))
+    shift = below + 1 - min(levels) if levels else 0
+    if shift <= 0:
+        return markdown
+    out, fenced = [], False
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            line = _ATX_HEADING.sub(lambda m: m.group(1) + "#" * min(6, len(m.group(2)) + shift), line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _shown(turn: Mapping, *, with_summary: bool = False) -> str:
+    """A turn's text as a reader sees it (`reading.shown_speech`); its summary line left out when
+    the summary is printed beside it."""
+    parts = (turn.get("data") or {}).get("parts")
+    return shown_speech(turn.get("text") or "", parts, summary=turn.get("summary", "") if with_summary else "")
 
 
 def _sections(data: Mapping, part: str, translate: Translate) -> list[str]:
@@ -253,6 +306,7 @@ _WORDS = (
     gettext_noop("of which thinking: %(n)s"),
     gettext_noop("Thinking"),
     gettext_noop("Earlier attempt %(n)d"),
+    DISCARDED,
     gettext_noop("cost $%(cost)s"),
     gettext_noop("(some prices unknown)"),
     gettext_noop("search: %(query)s"),

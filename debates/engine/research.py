@@ -58,11 +58,19 @@ NUMERALS = "一二三四五"
 NO_QUERY = ("无", "none", "no", "不需要", "不检索")
 
 
-def query_form(count: int) -> Form:
+def query_form(count: int, lang: str = "zh") -> Form:
+    if lang == "en":
+        return Form(tuple(Part(f"Query {i + 1}", chars=60) for i in range(count)), colon=": ")
     return Form(tuple(Part(f"检索{NUMERALS[i]}", chars=40) for i in range(count)))
 
 
-def query_output(count: int, optional: bool = False) -> str:
+def query_output(count: int, optional: bool = False, lang: str = "zh") -> str:
+    if lang == "en":
+        lines = "\n".join(f"Query {i + 1}: …" for i in range(count))
+        skip = "Write “none” when no search is needed." if optional else ""
+        return (
+            f"Write at most {count} web search queries (short, keyword style), each on its own line:\n{lines}\n{skip}"
+        )
     lines = "\n".join(f"检索{NUMERALS[i]}：…" for i in range(count))
     skip = "不需要检索时写“无”。" if optional else ""
     return f"写 {count} 条以内的网络检索词（关键词式，简短，可用英文），每条单独一行：\n{lines}\n{skip}"
@@ -281,10 +289,10 @@ async def build_pack(
             "host:queries",
             task=task,
             round_no=0,
-            output=query_output(budget.queries),
+            output=query_output(budget.queries, lang=ctx.lang),
             exempt=exempt,
             max_tokens=QUERY_TOKENS,  # a few short lines, whatever the format gives its host
-            form=query_form(budget.queries),
+            form=query_form(budget.queries, lang=ctx.lang),
         )
     )
     queries = read_queries(asked.text, budget.queries) or [clip(ctx.spec.question, 80)]
@@ -298,6 +306,7 @@ async def skipped(ctx: DebateContext) -> None:
     await ctx.warn("research_skipped", SKIPPED)
 
 
-def described(found: list[Source]) -> str:
+def described(found: list[Source], lang: str = "zh") -> str:
     """The sources a speaker's own searches found, for that speaker's next prompt."""
-    return "\n\n".join(f"[{s.id}] {s.title}（{s.where}）\n{clip(s.excerpt, 800)}" for s in found)
+    where = (lambda s: f" ({s.where})") if lang == "en" else (lambda s: f"（{s.where}）")
+    return "\n\n".join(f"[{s.id}] {s.title}{where(s)}\n{clip(s.excerpt, 800)}" for s in found)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from debates.engine.i18n import gettext_noop
+from debates.engine.i18n import Text, gettext_noop, language_of, named
 from debates.engine.options import option
 
 
@@ -29,6 +29,20 @@ class PersonaSpec:
     veto_right: bool = False
     schema_type: str = ""
     density_score: float | None = None
+    name_en: str = ""  # the English display name (the English debate's prompts and pages)
+    description_en: str = ""
+
+    def called(self, lang: str) -> str:
+        """The name this persona goes by in a debate (or on a page) in `lang` ("zh"/"en")."""
+        return self.name_en if lang == "en" and self.name_en else self.name
+
+    def described(self, lang: str) -> str:
+        return self.description_en if lang == "en" and self.description_en else self.description
+
+    def named(self, lang: str) -> Text:
+        """The name inside a message: `called(lang)` where the engine renders it, the reader's own
+        where a page does (`i18n.named`)."""
+        return named(self.name, self.name_en, lang)
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,10 @@ class DomainTemplateSpec:
     name: str
     keywords: tuple[str, ...]
     roles: tuple[str, ...]
+    name_en: str = ""  # the English name (an English question's suggestion)
+
+    def called(self, lang: str) -> str:
+        return self.name_en if lang == "en" and self.name_en else self.name
 
 
 @dataclass(frozen=True)
@@ -103,10 +121,12 @@ class CommonOptions:
         "",
         kind="long_text",
         label=gettext_noop("Material for the evidence pack"),
+        help=gettext_noop("Figures, notes, excerpts: each part becomes a numbered source the speakers may cite."),
         max_length=20000,
         lines=4,
         place="material",
         cli_file=True,
+        from_chat="earlier",
         example="去年云成本上涨 30%，团队有 12 名工程师。",
     )
     # Uploaded documents, as read on the form: [{"name", "kind", "sections": [{"label", "text"}]}]
@@ -127,6 +147,7 @@ class CommonOptions:
         lines=2,
         place="material",
         aliases=("--context",),
+        from_chat="system",
         example="我在家修行，每天只有半小时。",
     )
     # Per turn kind overrides of `Format.tokens`: for the engine's own callers (benchmarks, tests).
@@ -185,3 +206,12 @@ class DebateSpec:
     # Renders the engine's msgids in the debate's own language (the report's Markdown; its
     # sections are data the web layer renders again per reader). English when nobody says.
     translate: Callable[[str], str] = gettext_noop
+    # The audience's questions taken into the debate (#30): any object with
+    # `async taken() -> list[str]` and `async chair_take() -> str | None` (the moderated chair's
+    # own pick, None unless the owner lets it); None: no audience.
+    floor: Any = None
+
+    @property
+    def language(self) -> str:
+        """ "zh" or "en": the language of the question, which the whole debate is held in."""
+        return language_of(self.question)

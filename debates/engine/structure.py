@@ -59,6 +59,9 @@ class Part:
 @dataclass(frozen=True)
 class Form:
     parts: tuple[Part, ...]
+    # What follows a label: the full-width colon in Chinese, ": " in English ("Speech: …"), so an
+    # English debate's parts read as English and its parsers find them as they find Chinese ones.
+    colon: str = "："
 
     def labels(self) -> list[str]:
         return [p.label for p in self.parts]
@@ -69,10 +72,14 @@ class Form:
 
     def fit(self, max_tokens: int) -> Form:
         """This form with its free-text parts shrunk in proportion (to at least 10 characters a
-        line) so that `size() <= max_tokens`; unchanged when it already fits. A part held at its
+        line) so that `size() <= max_tokens` (characters; an English form, with its ": " colon,
+        counts three characters a token); unchanged when it already fits. A part held at its
         minimum leaves the rest of the cut to the others, so short parts (a term of 16
         characters) do not push the whole over the budget."""
-        room, parts = max_tokens - 8, list(self.parts)
+        # An English form's text takes about a token per 3 characters or more (Chinese: one per
+        # character): sized as Chinese, an English speech was cut to a third of what it was asked.
+        per_token = 1 if self.colon == "：" else 3
+        room, parts = (max_tokens - 8) * per_token, list(self.parts)
         for _ in parts:
             excess = sum(p.size() for p in parts) - room
             free = [p for p in parts if p.chars > 10 * p.lines and not p.choices and not p.pattern]
@@ -83,7 +90,7 @@ class Form:
                 replace(p, chars=max(10 * p.lines, p.chars - math.ceil(excess * p.chars / total))) if p in free else p
                 for p in parts
             ]
-        return Form(tuple(parts))
+        return replace(self, parts=tuple(parts))
 
     def tidy(self, text: str) -> str:
         """`text` with what a part copied of the form cut off: from a label written again at the
@@ -92,11 +99,11 @@ class Form:
         what the part of that name says. Text that lacks a part is returned as it is."""
         starts, at = [], 0
         for label in self.labels():
-            found = re.compile(rf"(?:^|\n){re.escape(label)}：").search(text, at)
+            found = re.compile(rf"(?:^|\n){re.escape(label)}{re.escape(self.colon)}").search(text, at)
             if not found:
                 return text
             start = found.start() + (text[found.start()] == "\n")
-            starts.append((start, start + len(label) + 1))
+            starts.append((start, start + len(label) + len(self.colon)))
             at = starts[-1][1]
         # After a two-character label only punctuation counts ("理由是…" may be a sentence of the
         # value); a longer one is never a word of the value ("立场变化为…").
@@ -117,7 +124,8 @@ class Form:
     def grammar(self) -> str:
         """GBNF (llama.cpp's dialect): every part, in order, each on its own line."""
         sequence = " ".join(
-            f'"{"" if n == 0 else chr(92) + "n"}{_escape(p.label)}：" p{n}' for n, p in enumerate(self.parts)
+            f'"{"" if n == 0 else chr(92) + "n"}{_escape(p.label)}{_escape(self.colon)}" p{n}'
+            for n, p in enumerate(self.parts)
         )
         return "\n".join([f"root ::= {sequence}", *(p.rule(f"p{n}") for n, p in enumerate(self.parts))]) + "\n"
 

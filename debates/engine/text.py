@@ -55,11 +55,49 @@ def sentences(text: str):
         if raw.startswith("#") or re.fullmatch(r"\*\*[^*]+\*\*[:：]?", raw):
             continue  # a heading ("## 双方主张", "**共识**") is not what the text says
         line = raw.lstrip(">*-• ").strip().strip("*").strip()
+        line = _ENUMERATOR.sub("", line)  # "1. 念佛…": the number is not a sentence of its own
         if not line or _is_label_only(line) or line.startswith(META_LABELS):
             continue
         # "正文：……" — drop the label, keep what follows it.
         line = re.sub(rf"^(?:{'|'.join(STRUCTURE_LABELS)})\s*\**\s*[:：]\s*\**\s*", "", line)
         yield from (sentence.strip() for sentence in _SENTENCE_END.split(line) if sentence.strip())
+
+
+_ENUMERATOR = re.compile(r"^(?:\d{1,2}|[一二三四五六七八九十]{1,3}|[a-zA-Z])[.、)）]\s*(?=\S)")
+# Where a sentence may end, and where (failing that) a clause may.
+_SENTENCE_STOP = re.compile(r"[。！？!?；;](?=[」』”’\"')）\]]*)|(?<![0-9A-Z])\.(?=\s|$)")
+_CLAUSE_STOP = re.compile(r"[，、,：:—]")
+
+
+def _says_something(text: str) -> bool:
+    """Words, not just a number or punctuation ("1.", "——")."""
+    return bool(re.search(r"[^\W\d_]", text))
+
+
+def whole_sentences(text: str, limit: int) -> str:
+    """`text` within `limit` characters, ending where a sentence ends. A summary that stops
+    mid-phrase (a grammar's or a token limit's cut: "…因此，无论在") loses its broken tail, back to
+    its last full sentence; with no full sentence to keep, a long one ends at its last clause,
+    marked with an ellipsis. Text that ends on a sentence, or is short and has no sentence end in
+    it at all, is left as it is (over `limit`, it is clipped)."""
+    text = _ENUMERATOR.sub("", text.strip())
+    if len(text) <= limit and _ends_sentence(text):
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in _SENTENCE_STOP.finditer(head) if _says_something(head[: m.end()])]
+    if ends and ends[-1] >= len(head) * 0.3:
+        return head[: ends[-1]].strip()
+    if len(text) <= limit and len(text) < limit * 0.5:
+        return text  # short, one phrase: nothing says it was cut
+    room = text[: limit - 1]
+    clauses = [m.start() for m in _CLAUSE_STOP.finditer(room) if _says_something(room[: m.start()])]
+    if clauses and clauses[-1] >= len(room) * 0.3:
+        return room[: clauses[-1]].rstrip() + ELLIPSIS
+    return clip(text, limit)
+
+
+def _ends_sentence(text: str) -> bool:
+    return bool(re.search(r"(?:[。！？!?；;…]|(?<![0-9])\.)[」』”’\"')）\]]*$", text))
 
 
 def _is_label_only(line: str) -> bool:
@@ -101,14 +139,20 @@ SUMMARY_LABELS = (*OWN_SUMMARY_LABELS, "摘要", "总结")
 
 
 def summary_of(text: str, limit: int, question: str = "") -> str:
-    """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`.
+    """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`,
+    and ending on a sentence (`whole_sentences`), never a bare list number.
     A "总结：" line elsewhere in the speech never replaces the asked-for "小结". A line that only
     says the question again (small models open with it) is passed over for the next one."""
     summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
-    if not normalise(summary) or restates(summary, question):  # missing, a copied "…", the question
-        candidates = [s for s in sentences(_without_labels(text, SUMMARY_LABELS)) if not restates(s, question)]
+    # missing, a copied "…", a bare "1.", the question again
+    if not _says_something(summary) or restates(summary, question):
+        candidates = [
+            s
+            for s in sentences(_without_labels(text, SUMMARY_LABELS))
+            if _says_something(s) and not restates(s, question)
+        ]
         summary = next(iter(candidates), "") or summary or text.strip()
-    return clip(_WS.sub(" ", summary), limit)
+    return whole_sentences(_WS.sub(" ", summary), limit)
 
 
 def restates(line: str, question: str) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from debates.engine.i18n import Text, verbatim
+from debates.engine.i18n import Text, gettext_noop, text, verbatim
 from debates.engine.spec import PersonaSpec
 from debates.providers.base import LLMClient, Message
 
@@ -68,10 +68,18 @@ class CapReached(Exception):
     """A turn was not started: the token cap has no room left for it. `done` holds the turns of
     the same parallel round that did run."""
 
-    def __init__(self, key: str, done: list[TurnResult] | None = None):
+    def __init__(self, key: str, done: list[TurnResult] | None = None, label: Text | None = None):
         super().__init__(key)
         self.key = key
         self.done = done or []
+        self.label = label or text(gettext_noop("the next turn"))  # as people name it, never the key
+
+
+def turn_label(speaker: str, round_no: int | None) -> Text:
+    """A turn as a message to people names it: its speaker and round, never its key."""
+    if round_no:
+        return text(gettext_noop("%(speaker)s's turn in round %(n)d"), speaker=speaker, n=round_no)
+    return text(gettext_noop("%(speaker)s's turn"), speaker=speaker)
 
 
 @dataclass

@@ -59,24 +59,35 @@ def normalize_manifest(data: dict) -> dict:
 # --- import --------------------------------------------------------------------------------------
 
 
-def import_manifest(data: Any, *, replace: bool = True) -> ImportResult:
+def import_manifest(data: Any, *, replace: bool = True, source: str | None = None) -> ImportResult:
     """Validate, then write one manifest in one transaction; raise ManifestInvalid if refused.
 
     With replace (the default) an existing library of the same slug is updated in place: its
     personas are upserted by slug, those missing from the manifest removed, and its critiques,
     pairing rules and domain templates replaced. Without replace an existing library is an error.
+    `source`: what every persona is recorded as, whatever the manifest says (the import doors
+    record "external-import"); None keeps the manifest's (the bundled libraries, round trips).
     """
-    return import_manifests([data], replace=replace)[0]
+    return import_manifests([data], replace=replace, source=source)[0]
 
 
-def import_manifests(manifests: Sequence[Any], *, replace: bool = True) -> list[ImportResult]:
+def import_manifests(
+    manifests: Sequence[Any], *, replace: bool = True, source: str | None = None
+) -> list[ImportResult]:
     """Import several manifests as one unit, so they may refer to each other's personas."""
     try:
         with transaction.atomic():
             per_manifest = validate_manifests(manifests, replace=replace)
             if any(per_manifest):
                 raise ManifestInvalid([e for errs in per_manifest for e in errs], per_manifest)
-            return _write_batch([normalize_manifest(m) for m in manifests])
+            normalized = [normalize_manifest(m) for m in manifests]
+            if source is not None:
+                # The seed: an imported character file is recorded `source: external-import`. A
+                # file cannot claim to be bundled (or distilled here) by saying so.
+                for manifest in normalized:
+                    for persona in manifest["personas"]:
+                        persona["source"] = source
+            return _write_batch(normalized)
     except (ProtectedError, RestrictedError) as exc:
         # Something outside the persona libraries (e.g. a debate's seat) still holds a removed row.
         held = exc.protected_objects if isinstance(exc, ProtectedError) else exc.restricted_objects
@@ -175,7 +186,7 @@ def _write_templates(library: Library, templates: list[dict], lookup: _PersonaLo
     through = DomainTemplate.roles.through
     for entry in templates:
         template = existing.pop(entry["slug"], None) or DomainTemplate(library=library, slug=entry["slug"])
-        template.name, template.keywords = entry["name"], entry["keywords"]
+        template.name, template.name_en, template.keywords = entry["name"], entry["name_en"], entry["keywords"]
         template.save()
         template.roles.clear()
         # In manifest order: the through table's ids are the only record of role order.
@@ -229,6 +240,7 @@ def _export_template(template: DomainTemplate) -> dict:
     return {
         "slug": template.slug,
         "name": template.name,
+        "name_en": template.name_en,
         "keywords": template.keywords,
         "roles": [row.persona.slug for row in rows.order_by("id")],
     }

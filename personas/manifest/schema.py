@@ -103,6 +103,7 @@ class CritiqueEntry(_Object):
 class PersonaEntry(_Object):
     slug: Text
     name: Filled
+    name_en: Text = ""  # the English display name; empty: `name` serves both languages
     kind: Text
     tier: Text = ""
     role: Text = ""
@@ -133,6 +134,7 @@ class PairingEntry(_Object):
 class TemplateEntry(_Object):
     slug: Text
     name: Filled
+    name_en: Text = ""  # the English name; empty: `name` serves both languages
     keywords: Words = []
     roles: list[Filled] = []
 

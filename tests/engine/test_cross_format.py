@@ -14,6 +14,7 @@ from debates.engine.spec import DebateSpec, PersonaSpec, SeatSpec
 from debates.providers.base import ProviderUnavailable
 from testkit.fake_llm import FakeLLM
 from testkit.fake_openai import max_overlap
+from testkit.prose import prose
 
 from . import test_duel, test_moderated, test_panel, test_roundtable
 from .conftest import HUINENG, YINGUANG, debate, duel_spec, moderated_spec, panel_spec, table_spec
@@ -21,7 +22,9 @@ from .conftest import HUINENG, YINGUANG, debate, duel_spec, moderated_spec, pane
 # -- overlap --------------------------------------------------------------------------------------
 
 
-SHORT_R1 = {(slug, 1): "立场：一句短话。\n小结：短。" for slug in test_panel.ALL}
+SHORT_R1 = {
+    (slug, 1): "立场：一句短话。\n核心论据：一条。\n反驳：无\n沉默声明：无\n小结：短。" for slug in test_panel.ALL
+}
 
 
 def slow_panel(concurrency: int) -> FakeLLM:
@@ -62,7 +65,9 @@ async def test_concurrency_between_one_and_five_bounds_the_overlap():
 
 # -- summaries ------------------------------------------------------------------------------------
 
-RAMBLE = "这一轮我想说的是" + "各方的论证都需要放到具体场景里检验才有意义" * 6  # ~134 characters
+# ~134 characters with no sentence end to cut back to, and no loop (a phrase written six times
+# would be cut by the repetition cut before the summary's limit could act)
+RAMBLE = "这一轮我想说的是" + prose(126, stops=False)
 
 
 def rambling(fake: FakeLLM) -> FakeLLM:

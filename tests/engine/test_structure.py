@@ -6,6 +6,7 @@ The grammars against the real llama.cpp server: tests/providers/test_local_model
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -127,8 +128,13 @@ def test_the_leads_the_grammar_wrote_do_not_count_as_a_side():
     assert not duel.speaks_for(own, YINGUANG, HUINENG)
 
 
-def test_an_english_question_gets_no_chinese_leads():
-    assert duel.speech_form(HUINENG, "Chan or Pure Land, which suits a modern life?") is duel.SPEECH_FORM
+def test_an_english_question_gets_english_parts_and_leads():
+    huineng = replace(HUINENG, name_en="Huineng")
+    form = duel.speech_form(huineng, "Chan or Pure Land, which suits a modern life?")
+    assert form.labels() == ["Speech", "Position change", "Summary"] and form.colon == ": "
+    assert form.parts[0].lead == "As Huineng, " and form.parts[2].lead == "In Huineng's view, "
+    assert form.parts[1].choices == ("none", "softened", "shifted")
+    assert not re.search("[\u3400-\u9fff]", form.grammar())
 
 
 async def test_a_speech_arguing_the_opponents_side_is_written_again_once():

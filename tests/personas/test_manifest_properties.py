@@ -63,6 +63,7 @@ def persona(draw, slug: str, others: list[str]) -> dict:
     return {
         "slug": slug,
         "name": draw(text(30, min_size=1)),
+        "name_en": draw(text(30)),
         "kind": kind,
         "tier": draw(st.sampled_from(Persona.Tier.values)) if debater else "",
         "role": draw(text(40)),
@@ -99,6 +100,7 @@ def manifests(draw) -> dict:
         {
             "slug": slug,
             "name": draw(text(30, min_size=1)),
+            "name_en": draw(text(30)),
             "keywords": draw(st.lists(text(10, min_size=1), max_size=2)),
             "roles": draw(st.permutations(slugs).map(lambda p: p[: draw(st.integers(0, len(p)))])),
         }

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, no_translatio
 from personas.manifest.errors import ManifestInvalid
 from personas.manifest.io import import_manifest
 from personas.manifest.text import parse_manifest
+from personas.models import Persona
 
 
 class Command(BaseCommand):
@@ -25,7 +26,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             data = parse_manifest(self._read(options["file"]))
-            result = import_manifest(data, replace=not options["no_replace"])
+            # Recorded as imported, whatever the file says (the roundtable seed's external-import).
+            result = import_manifest(data, replace=not options["no_replace"], source=Persona.Source.EXTERNAL)
         except ManifestInvalid as exc:
             for error in exc.errors:
                 self.stderr.write(str(error))

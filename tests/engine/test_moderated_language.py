@@ -1,0 +1,257 @@
+"""The moderated debate in its question's language, its verdict line and its budget (issues 27 #1,
+28 #2 and #3): an English question gets English prompts, rules, headings, fixed lines and
+verdict on the loopback fake server (only the library's persona text stays as written), a Chinese
+one stays Chinese; the verdict opens with the fixed form on its own first line in the debate's
+language, whichever language's form the model wrote, and loses stance words outside quotations
+only; a budget that runs out keeps the moderator's synthesis, within the cap."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from debates.engine import events as ev
+from debates.engine.moderated import VERDICT_FORM, VERDICT_FORM_EN, chosen_option, enforce_verdict_form
+from debates.engine.spec import LibrarySpec, SeatSpec
+from testkit.fake_openai import Reply
+
+from .conftest import key_of, manifest, moderated_spec, persona
+
+CJK = re.compile("[\u3000-\u9fff\uff00-\uffef]")
+
+JOBS = manifest(
+    "steve-jobs",
+    "史蒂夫·乔布斯",
+    name_en="Steve Jobs",
+    description_en="Product and design, from the user's side.",
+    keywords=("product", "design"),
+)
+MUNGER = manifest(
+    "charlie-munger",
+    "查理·芒格",
+    9.0,
+    name_en="Charlie Munger",
+    description_en="Inversion and incentives.",
+    keywords=("inversion", "incentives"),
+)
+CHAIR = persona("moderator", "主持人", kind="moderator", name_en="Moderator")
+PEOPLE = (JOBS, MUNGER)
+LIBRARY_TEXT = [p.text for p in (*PEOPLE, CHAIR)]  # the personas' own text, as their library wrote it
+
+QUESTION_EN = "Should a small company build the product first or sell first?"
+QUESTION_ZH = "小公司应该先做产品还是先做销售？"
+
+
+def spec(question: str, **values):
+    made = moderated_spec(question, seats=[SeatSpec(p) for p in PEOPLE], **values)
+    return dataclasses.replace(made, library=LibrarySpec(host=CHAIR))
+
+
+def first_line(verdict: str) -> str:
+    return verdict.split("\n", 1)[0]
+
+
+def english_script(verdict: str):
+    def script(body):
+        key = key_of(body)
+        if key == "moderator:verdict":
+            return verdict
+        slug, n = key.split(":")[2], key.split(":")[1]
+        return f"{slug} in round {n}: validate demand with paying customers before building more."
+
+    return script
+
+
+def chinese_script(body):
+    key = key_of(body)
+    if key == "moderator:verdict":
+        return "## 各方要点\n- 一方重产品，一方重现金流。\n## 裁决\n先用最小产品验证付费意愿。"
+    return f"{key.split(':')[2]}：先验证付费意愿，再扩大投入。"
+
+
+def without_library_text(prompt: str) -> str:
+    for words in LIBRARY_TEXT:
+        prompt = prompt.replace(words, "")
+    return prompt
+
+
+# -- the language ---------------------------------------------------------------------------------
+
+
+async def test_an_english_question_gets_an_english_moderated_debate_on_the_fake_server(harness):
+    # The model misses the form and writes stance words: the repaired verdict is English too.
+    verdict = "## Key points\n- One side builds, one side sells.\n## Verdict\nI think: sell a small version first."
+    run = await harness.run(spec(QUESTION_EN, rounds=2), english_script(verdict))
+
+    assert run.outcome == "done"
+    assert [key_of(r.body) for r in run.requests] == [
+        "speech:1:steve-jobs:1",
+        "speech:1:charlie-munger:1",
+        "speech:2:steve-jobs:2",
+        "speech:2:charlie-munger:2",
+        "moderator:verdict",
+    ]
+    for request in run.requests:  # every word sent but the library's own persona text is English
+        for message in request.messages:
+            leftover = CJK.findall(without_library_text(message["content"]))
+            assert not leftover, (key_of(request.body), message["role"], message["content"])
+    first, closing, chair = run.requests[0], run.requests[2], run.requests[-1]
+    user = first.messages[-1]["content"]
+    for line in (
+        "## Question\n" + QUESTION_EN,
+        "- You are taking part in a debate between several personas.",
+        "- Your role: speak as Steve Jobs,",
+        "- Mode: round-robin",
+        "- Round: Opening statements (round 1/2)",
+        "- Your assigned position: none",
+        "- At most 600 characters (the moderator cuts a longer speech)",
+        "- State your core view on the question and your reasons.",
+        "## Context (the earlier speeches)\n(You are the first speaker.)",
+        "## Output format\nWrite only your speech as Steve Jobs:",
+    ):
+        assert line in user
+    assert first.system_prompt.startswith("You are Steve Jobs.")
+    assert first.body["stop"][0] == "\nCharlie Munger:"  # the other speaker, by the English name
+    closing_user = closing.messages[-1]["content"]
+    assert "- Round: Closing statements (round 2/2)" in closing_user
+    assert "Charlie Munger: charlie-munger in round 1" in closing_user  # earlier speeches, English names
+    chair_user = chair.messages[-1]["content"]
+    assert chair.system_prompt.startswith("You are Moderator.") and "Chair, not contestant." in chair.system_prompt
+    assert f"exactly this fixed form: “{VERDICT_FORM_EN}…”" in chair_user
+    assert "## All speeches\n[Steve Jobs · round 1] steve-jobs in round 1" in chair_user
+    assert f"## Output format\n{VERDICT_FORM_EN}: … (one line)\n## Key points\n- …\n## Reasons" in chair_user
+
+    said = run.data["verdict"]
+    assert first_line(said) == f"{VERDICT_FORM_EN}: Sell a small version first."
+    assert "I think" not in said and VERDICT_FORM not in said
+    assert said.endswith("## Key points\n- One side builds, one side sells.")  # no empty "## Verdict" left
+    assert run.data["verdict_fixes"] == ["removed 'I think'", "verdict form added"]
+    assert not CJK.search(run.report.verdict_markdown)
+    assert f"\n{VERDICT_FORM_EN}: Sell a small version first.\n" in run.report.verdict_markdown
+    transcript = run.report.transcript_markdown
+    for person in (*PEOPLE, CHAIR):  # the speakers' headings may carry their library names
+        transcript = transcript.replace(person.name, "")
+    assert not CJK.search(transcript)
+
+
+async def test_a_chinese_question_keeps_its_chinese_moderated_debate(harness):
+    run = await harness.run(spec(QUESTION_ZH, rounds=2), chinese_script)
+
+    assert run.outcome == "done"
+    user = run.requests[0].messages[-1]["content"]
+    for line in ("当前模式：round-robin", "当前轮次：开篇陈述（第 1/2 轮）", "你被分派的立场：无", "最大字数：600"):
+        assert line in user
+    assert "（你是第一位发言者。）" in user and "You are" not in user
+    assert run.requests[0].system_prompt.startswith("你是「史蒂夫·乔布斯」")
+    chair = run.requests[-1].messages[-1]["content"]
+    assert f"{VERDICT_FORM}：……（一行）\n## 各方要点" in chair and "【查理·芒格·第1轮】" in chair
+    assert first_line(run.data["verdict"]) == f"{VERDICT_FORM}：先用最小产品验证付费意愿。"
+    assert VERDICT_FORM_EN not in run.data["verdict"]
+
+
+async def test_an_english_debate_recognises_its_form_and_the_chinese_one(harness):
+    # The form under its heading at the end (the old prompt's order): it moves to the top.
+    english = f"## Key points\n- Build versus sell.\n## Verdict\n{VERDICT_FORM_EN}: sell first, then build."
+    run = await harness.run(spec(QUESTION_EN, rounds=1), english_script(english))
+    assert run.data["verdict"] == f"{VERDICT_FORM_EN}: sell first, then build.\n\n## Key points\n- Build versus sell."
+    assert run.data["verdict_fixes"] == ["verdict line moved to the top"]
+    # The model answered with the Chinese form: recognised, and said in the debate's language.
+    chinese = f"{VERDICT_FORM}：先卖再做。\n## 要点\n- 两方分歧在顺序。"
+    run = await harness.run(spec(QUESTION_EN, rounds=1), english_script(chinese))
+    assert first_line(run.data["verdict"]) == f"{VERDICT_FORM_EN}: 先卖再做。"
+    assert run.data["verdict_fixes"] == ["verdict form in the debate's language"]
+
+
+# -- the verdict line -----------------------------------------------------------------------------
+
+
+def test_a_missing_form_is_never_glued_to_a_heading():
+    # The old repair prepended the form to the first line, a heading: 「…的选项是：## 各方要点」.
+    verdict, fixes = enforce_verdict_form("## 各方要点\n- 甲方重产品。\n- 乙方重现金流。\n## 裁决\n先做最小产品。")
+    assert verdict == f"{VERDICT_FORM}：先做最小产品。\n\n## 各方要点\n- 甲方重产品。\n- 乙方重现金流。"
+    assert fixes == ["verdict form added"]
+    for text, lang in (("## 各方要点\n- 甲。\n- 乙。", "zh"), ("## Key points\n- A.\n- B.", "en")):
+        verdict, _fixes = enforce_verdict_form(text, lang)
+        assert "#" not in first_line(verdict)
+
+
+def test_the_form_glued_to_a_heading_gets_its_own_first_line():
+    verdict, fixes = enforce_verdict_form(f"## 裁决：{VERDICT_FORM}：先做产品。\n## 各方要点\n- 甲。")
+    assert verdict == f"{VERDICT_FORM}：先做产品。\n\n## 各方要点\n- 甲。"
+    assert fixes == ["verdict line on its own line"]
+    verdict, _fixes = enforce_verdict_form(f"**{VERDICT_FORM_EN}:**\nsell first.\n## Key points\n- A.", "en")
+    assert verdict == f"{VERDICT_FORM_EN}: sell first.\n\n## Key points\n- A."
+
+
+def test_an_english_verdict_in_the_english_form_is_recognised():
+    english = f"{VERDICT_FORM_EN}: sell first.\n## Key points\n- A."
+    assert enforce_verdict_form(english, "en") == (english, [])
+    # also where the debate is Chinese: recognised (not added again), said in Chinese
+    verdict, fixes = enforce_verdict_form(english, "zh")
+    assert verdict.startswith(f"{VERDICT_FORM}：sell first.") and VERDICT_FORM_EN not in verdict
+    assert fixes == ["verdict form in the debate's language"]
+
+
+def test_stance_words_go_outside_quotations_only():
+    verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM}：先卖。\n## 理由\n芒格说“我认为应该先卖”，我认为有理。")
+    assert verdict == f"{VERDICT_FORM}：先卖。\n\n## 理由\n芒格说“我认为应该先卖”，有理。"
+    assert fixes == ["removed '我认为'"]
+    verdict, _fixes = enforce_verdict_form(f"{VERDICT_FORM}：先卖。芒格说「应该先卖」。")
+    assert "「应该先卖」" in verdict
+
+
+def test_english_stance_words_are_removed_and_the_sentences_still_read():
+    text = (
+        f"{VERDICT_FORM_EN}: sell first.\n## Reasons\nIn my opinion, cash decides. Munger said "
+        '"I think we sell first", and that, I believe, holds. I think that the product can wait. '
+        "The right answer is to test demand. Personally, I would ship."
+    )
+    verdict, fixes = enforce_verdict_form(text, "en")
+    assert verdict == (
+        f"{VERDICT_FORM_EN}: sell first.\n\n## Reasons\nCash decides. Munger said "
+        '"I think we sell first", and that holds. The product can wait. To test demand. I would ship.'
+    )
+    assert fixes == [
+        "removed 'in my opinion'",
+        "removed 'I believe'",
+        "removed 'I think'",
+        "removed 'the right answer is'",
+        "removed 'personally'",
+    ]
+    # "should" stays: in English it carries the sentence ("the company should wait")
+    assert "should wait" in enforce_verdict_form(f"{VERDICT_FORM_EN}: the company should wait.", "en")[0]
+
+
+# -- the budget -----------------------------------------------------------------------------------
+
+
+async def test_a_budget_that_runs_out_still_ends_with_the_moderators_synthesis_within_the_cap(harness):
+    """Speeches that use their whole allowance (the server cuts them at max_tokens): the speeches
+    stop while the synthesis still fits, and the synthesis is the model's, not a placeholder."""
+    cap = 3000
+
+    def script(body):
+        if key_of(body) == "moderator:verdict":
+            return Reply(f"{VERDICT_FORM}：先验证付费意愿。\n## 各方要点\n- 甲。\n## 理由\n" + "理由充分。" * 200)
+        return Reply("先做产品，" * 400)  # longer than any allowance: cut at max_tokens
+
+    run = await harness.run(spec(QUESTION_ZH, rounds=3, token_budget=cap), script)
+
+    assert run.outcome == "done"
+    keys = [key_of(r.body) for r in run.requests]
+    assert keys[-1] == "moderator:verdict" and 1 <= len(keys) - 1 < 6  # some speeches, not all six
+    assert first_line(run.data["verdict"]) == f"{VERDICT_FORM}：先验证付费意愿。"
+    assert "预算用尽" not in run.data["verdict"]
+    assert run.sink.of(ev.TurnFinished)[-1].key == "moderator:verdict"
+    ledger = run.data["ledger"]
+    assert ledger["counted_against_cap"] <= cap and ledger["cap"] == cap
+    assert "token_budget" in run.warning_codes
+    assert "keeps in reserve" in run.warning("token_budget").text
+
+
+def test_the_chosen_option_leaves_the_models_bold_out():
+    """The bundled model wrote the option in bold: the verdict's summary (and the report's fixed
+    line built on it) read "hire a second designer**." with the closing marks left behind."""
+    verdict = f"{VERDICT_FORM_EN}: **hire a second designer**.\n\nKey points:\n- one"
+    assert chosen_option(verdict, "en") == "hire a second designer."
+    assert chosen_option(f"{VERDICT_FORM}：**先做产品**。\n\n要点：", "zh") == "先做产品。"

@@ -1,0 +1,103 @@
+"""How a formed turn reads (issue 27.4), in the Markdown the engine and the exports render: an attempt
+sent back and written again is folded under its replacement, marked as discarded; no grammar label
+starts a speech; each summary is printed once; a summary ends on a sentence."""
+
+from __future__ import annotations
+
+import pytest
+
+from debates.engine.reading import fold_rewrites, replaced_key, shown_speech
+from debates.engine.text import summary_of, whole_sentences
+from testkit.fake_llm import FakeLLM
+
+from .conftest import HUINENG, YINGUANG, debate, duel_spec, options
+
+FLIPPED = "正文：我完全同意印光大师的观点，念佛最稳妥。\n立场变化：转向\n小结：念佛往生净土才是现代人最稳妥的路。"
+CLOSE = "双方主张：各有所重。\n分歧所在：下手处。\n可互相参照之处：都重当下。\n小结：两家各有所重。"
+OWN = "正文：作为慧能大师，直指人心，见性成佛。\n立场变化：转向，吸收了持名的恒常\n小结：参禅顿悟自性，不假外求。"
+
+
+async def side_lost_run():
+    fake = FakeLLM()
+    fake.reply("duel:1:huineng", FLIPPED)
+    fake.reply("duel:1:huineng:again", OWN)
+    fake.reply("duel:1:yinguang", "正文：老实念佛。\n立场变化：无\n小结：信愿持名，带业往生。")
+    fake.reply("duel:close", CLOSE)
+    return await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), fake)
+
+
+async def test_a_side_lost_attempt_is_folded_under_its_rewrite_and_marked_discarded():
+    run = await side_lost_run()
+    transcript = run.report.transcript_markdown
+    assert run.keys[:2] == ["duel:1:huineng", "duel:1:huineng:again"]
+    # one speech of Huineng in round 1, not two
+    assert transcript.count("### Duel round · R1 · 慧能大师") == 1
+    speech = transcript.split("### Duel round · R1 · 慧能大师", 1)[1].split("\n### ", 1)[0]
+    shown, folded = speech.split("*Discarded attempt, written again (not part of the debate)*:")
+    assert "直指人心" in shown and "我完全同意" not in shown
+    assert "> 我完全同意印光大师的观点" in folded  # quoted, under the speech that replaced it
+    assert transcript.index("直指人心") < transcript.index("我完全同意")
+
+
+async def test_no_grammar_label_starts_a_speech_and_each_summary_is_printed_once():
+    run = await side_lost_run()
+    transcript = run.report.transcript_markdown
+    assert "正文：" not in transcript  # the speech's own label says nothing
+    assert transcript.count("参禅顿悟自性，不假外求。") == 1  # once, as the summary, not again in the text
+    assert "*Summary*: 参禅顿悟自性，不假外求。" in transcript
+    assert "**立场变化**：转向，吸收了持名的恒常" in transcript  # the other parts' labels: small headings
+    # the verdict's synthesis keeps its parts, as headings, and its summary (nothing repeats it there)
+    assert "**分歧所在**：下手处。" in run.report.verdict_markdown
+    assert "**小结**：两家各有所重。" in run.report.verdict_markdown
+
+
+def test_shown_speech_reads_both_languages_labels_and_keeps_text_without_labels():
+    english = "Speech: As Huineng, look within.\nPosition change: none\nSummary: In Huineng's view, look within."
+    assert shown_speech(english, ["Speech", "Position change", "Summary"], summary="x") == (
+        "As Huineng, look within.\n**Position change**: none"
+    )
+    # an English form answered with Chinese labels (a model may): read all the same
+    assert shown_speech("正文：直指人心。\n小结：见性。", ["Speech", "Summary"], summary="见性。") == "直指人心。"
+    assert shown_speech("只是一段话。\n第二行。", None, summary="只是一段话。") == "只是一段话。\n第二行。"
+
+
+def test_rewrite_keys_fold_in_every_format():
+    keys = ["host:admission", "host:admission-again", "duel:1:a", "duel:1:a:again", "duel:1:b"]
+    assert replaced_key("host:verdict-again") == "host:verdict" and replaced_key("duel:1:a") is None
+    assert fold_rewrites(keys, key=str) == [
+        ("host:admission-again", ["host:admission"]),
+        ("duel:1:a:again", ["duel:1:a"]),
+        ("duel:1:b", []),
+    ]
+    # a rewrite not started yet: the attempt is still the turn
+    assert fold_rewrites(["duel:1:a"], key=str) == [("duel:1:a", [])]
+
+
+@pytest.mark.parametrize(
+    "text, limit, expected",
+    [
+        # seen: a summary the grammar cut at its length, mid-phrase
+        (
+            "依慧能大师之见，参禅直指本心，是当下可用的功夫。因此，无论在",
+            80,
+            "依慧能大师之见，参禅直指本心，是当下可用的功夫。",
+        ),  # noqa: E501
+        ("依慧能大师之见，参禅直指本心，当下可用，因此，无论在家出家都可以从一念入手而不必等待来世", 40, None),
+        ("In Huineng's view, seeing one's nature is the direct way. Therefore, whether at home or in", 90, None),
+        ("念佛与参禅", 80, "念佛与参禅"),  # short and whole
+        ("参禅顿悟自性，不假外求。", 80, "参禅顿悟自性，不假外求。"),
+    ],
+)
+def test_summaries_end_on_a_sentence(text, limit, expected):
+    got = whole_sentences(text, limit)
+    assert len(got) <= limit
+    if expected is not None:
+        assert got == expected
+    assert got.endswith(("。", ".", "…")) or got == text, got
+    assert not got.endswith(("无论在", "or in"))
+
+
+def test_a_summary_is_never_just_a_list_number():
+    assert summary_of("正文：讲了很多。\n小结：\n1. 念佛是稳妥的路。\n2. 参禅也可。", 80) == "念佛是稳妥的路。"
+    assert summary_of("1. 念佛是稳妥的路。2. 参禅", 80) == "念佛是稳妥的路。"
+    assert summary_of("1. Chan is direct. 2. Pure Land is safe.", 80) == "Chan is direct."

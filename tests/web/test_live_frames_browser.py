@@ -1,0 +1,50 @@
+"""The live page's work per frame (issue 31.1), in real Chromium on a real Agora server: the token
+meter, which comes with every text frame (up to 25 a second), is redrawn at most four times a
+second and still ends on the latest figures; the page's title is written only when it changes.
+(The page's CPU per token is measured, not tested: bench/browser.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.web.browser import start
+from tests.web.test_stage import DUEL, signed_in
+
+pytestmark = [pytest.mark.browser]
+
+# Counts, from before the page's own scripts, every time the meter element is swapped in and
+# every text frame (a delta appended to a running turn), and every write of the title.
+COUNT = r"""
+(() => {
+  const seen = window.__counts = { meters: 0, deltas: 0, titles: 0 };
+  new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.target.id && /^turn-\d+-text$/.test(r.target.id) && !r.removedNodes.length) seen.deltas++;
+      for (const n of r.addedNodes) if (n.id === "debate-meter") seen.meters++;
+      if (r.target.nodeName === "TITLE") seen.titles++;
+    }
+  }).observe(document, { childList: true, subtree: true });
+})();
+"""
+
+
+async def test_the_meter_is_redrawn_a_few_times_a_second_and_ends_on_the_latest_figures(chromium, agora, fake_llm):
+    fake_llm.token_delay = 0.02  # a frame every 40 ms: 25 meters a second arrive
+    page = await signed_in(chromium, agora, "en-US")
+    await page.add_init_script(COUNT)
+    pk = await start(page, agora, DUEL, rounds="1")
+    await page.wait_for_selector("article.turn-running .text.live:not(:empty)", timeout=20000)
+    before = await page.evaluate("({...window.__counts, t: performance.now()})")
+    await page.wait_for_timeout(2500)
+    after = await page.evaluate("({...window.__counts, t: performance.now()})")
+    seconds = (after["t"] - before["t"]) / 1000
+    deltas, meters = after["deltas"] - before["deltas"], after["meters"] - before["meters"]
+    titles = after["titles"] - before["titles"]
+    assert deltas >= 2 * meters, (deltas, meters)  # the frames came; the meter did not follow each
+    assert meters <= 4 * seconds + 2, (meters, seconds)
+    assert titles <= 3, titles  # the title changes with the stage (a turn's start or end), not per frame
+    await page.wait_for_selector("#debate-report h2", timeout=90000)
+    await page.wait_for_timeout(400)  # a meter that waited is drawn within 250 ms
+    shown = await page.text_content("#debate-meter strong")
+    response = await page.context.request.get(f"{agora.url}/debates/{pk}/")
+    assert f"<strong>{shown}</strong>" in await response.text(), shown  # the server's final figure
