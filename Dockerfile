@@ -8,9 +8,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
-# Requirements first: the dependency layer is rebuilt only when they change, not on every edit.
-COPY requirements.txt .
-RUN pip install -r requirements.txt
+# Requirements first: the dependency layer is rebuilt only when they change, not on every edit. The
+# lock (docs/installing.md) pins the whole tree with the hashes of its files.
+COPY requirements.lock .
+RUN pip install --require-hashes -r requirements.lock
 
 COPY . .
 # Static files belong to the image (WhiteNoise serves them); collecting needs no database or secret.

