@@ -14,6 +14,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from agora.body_limit import BodyLimitMiddleware, install_in_daphne  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
+from debates.mcp.http import WithMcp  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
 from debates.runner import ServerLoopMiddleware  # noqa: E402
 from debates.warm import warm_up  # noqa: E402
@@ -24,7 +25,8 @@ warm_up()
 application = ServerLoopMiddleware(
     ProtocolTypeRouter(
         {
-            "http": BodyLimitMiddleware(django_asgi_app),
+            # /mcp/: the MCP server (streamable HTTP) behind the API tokens; the rest is Django's.
+            "http": BodyLimitMiddleware(WithMcp(django_asgi_app)),
             "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )

@@ -38,7 +38,7 @@ from django.utils.translation import gettext
 
 log = logging.getLogger(__name__)
 
-JSON_PREFIXES = ("/api/", "/openai/")
+JSON_PREFIXES = ("/api/", "/openai/", "/mcp")  # /mcp: the MCP endpoint, /mcp and /mcp/…
 # Seconds a refused connection keeps reading (and dropping) what the client still sends before it
 # is cut: long enough for a client to see the 413 and stop, short enough to cost nothing.
 LINGER_SECONDS = 5.0

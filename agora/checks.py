@@ -32,6 +32,37 @@ def unsafe_production_settings(app_configs, **kwargs):
     return warnings
 
 
+@register(Tags.security, deploy=False)
+def key_encryption_settings(app_configs, **kwargs):
+    """The key that encrypts provider keys entered on the Connect a model page."""
+    from django.core.checks import Error
+
+    problems = []
+    current = settings.AGORA_KEY_ENCRYPTION_KEY
+    if current and current in {settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())}:
+        problems.append(
+            Error(
+                "AGORA_KEY_ENCRYPTION_KEY is SECRET_KEY: the provider keys must not open with the session secret.",
+                hint="Set AGORA_KEY_ENCRYPTION_KEY to another long random value (docs/production.md).",
+                id="agora.E005",
+            )
+        )
+    sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
+    if not current and (not sqlite or not settings.DEBUG):
+        from debates.key_vault import key_file
+
+        problems.append(
+            Warning(
+                f"AGORA_KEY_ENCRYPTION_KEY is not set: provider keys entered on Connect a model are encrypted "
+                f"with a key generated into {key_file()}, which other machines (and a new container) lack.",
+                hint='Set AGORA_KEY_ENCRYPTION_KEY to a long random value (python -c "import secrets; '
+                'print(secrets.token_urlsafe(50))") on every process, and keep it with the database backups.',
+                id="agora.W004",
+            )
+        )
+    return problems
+
+
 RUNNERS = ("inprocess", "worker")
 
 
@@ -68,6 +99,15 @@ def runner_settings(app_configs, **kwargs):
                     id="agora.W003",
                 )
             )
+    if settings.AGORA_PROCESSES > 1 and settings.AGORA_RUNNER == "inprocess" and not settings.REDIS_URL:
+        problems.append(
+            Error(
+                f"AGORA_PROCESSES={settings.AGORA_PROCESSES} without REDIS_URL: a viewer whose page landed on "
+                "one process would never see the tokens of a debate another process runs.",
+                hint="Set REDIS_URL (e.g. redis://127.0.0.1:6379/0), or serve one process (`make run`).",
+                id="agora.E006",
+            )
+        )
     return problems
 
 
@@ -100,3 +140,19 @@ def search_settings(app_configs, **kwargs):
             Error(str(error), hint="Comma-separated CIDRs, e.g. 10.0.0.0/8,192.168.1.0/24.", id="agora.E004")
         )
     return problems
+
+
+@register(deploy=False)
+def optional_packages(app_configs, **kwargs):
+    """The heavy packages imported only where they are used (`debates.engine.optional`): without one,
+    only its part fails, and says so; named here so that whoever runs the server hears it first."""
+    from debates.engine import optional
+
+    return [
+        Warning(
+            f"The Python package {spec.package} is not installed: {spec.without}.",
+            hint=f"Install the locked requirements: {optional.INSTALL} (make venv does).",
+            id="agora.W005",
+        )
+        for spec in optional.missing()
+    ]

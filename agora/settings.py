@@ -253,6 +253,10 @@ AGORA_LOCAL_MODEL = os.environ.get("AGORA_LOCAL_MODEL", "")
 # (queued through Django's Tasks API to `manage.py agora_worker` processes; needs a shared database,
 # and REDIS_URL so viewers on any web process see any worker's tokens).
 AGORA_RUNNER = os.environ.get("AGORA_RUNNER", "inprocess")
+# How many web processes run debates in-process side by side on one database (`manage.py serve
+# --processes N` sets it for its children; needs REDIS_URL). Above 1, a process resumes only the
+# debates whose runner went silent, never one a sibling still drives.
+AGORA_PROCESSES = int(os.environ.get("AGORA_PROCESSES", "1"))
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend"
@@ -270,6 +274,13 @@ AGORA_MAX_RUNNING_PER_USER = int(os.environ.get("AGORA_MAX_RUNNING_PER_USER", "3
 # optionally bound to hosts ("DEEPSEEK_API_KEY@api.deepseek.com"). Django's own secrets are
 # never allowed, whatever the patterns say (debates/provider_keys.py).
 AGORA_PROVIDER_KEY_VARS = env_list("AGORA_PROVIDER_KEY_VARS", "*_API_KEY")
+# Keys entered on the "Connect a model" page are stored encrypted with a key derived from this
+# (never from SECRET_KEY). Empty: a random one generated once into a file beside the SQLite database
+# (AGORA_KEY_ENCRYPTION_KEY_FILE to choose it). Old values stay readable from _FALLBACKS
+# (comma-separated) until `manage.py rotate_provider_keys` re-encrypts (debates/key_vault.py).
+AGORA_KEY_ENCRYPTION_KEY = os.environ.get("AGORA_KEY_ENCRYPTION_KEY", "")
+AGORA_KEY_ENCRYPTION_KEY_FALLBACKS = env_list("AGORA_KEY_ENCRYPTION_KEY_FALLBACKS", "")
+AGORA_KEY_ENCRYPTION_KEY_FILE = os.environ.get("AGORA_KEY_ENCRYPTION_KEY_FILE", "")
 # Live views open at once (the live page's WebSockets and the API's event streams together), per
 # signed-in user (or per address for visitors without an account) and per debate, in each web
 # process. Past the cap a socket is closed with code 4429 and a stream refused with HTTP 429.

@@ -1,5 +1,9 @@
+from django import forms
 from django.contrib import admin, messages
 from django.db import models
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -8,8 +12,39 @@ from debates.api import tokens
 from debates.models import ApiToken, Debate, Provider, Report, SearchProvider, Seat, Turn
 
 
+class ProviderForm(forms.ModelForm):
+    """The name may be typed as a label ("DeepSeek chat"): it is kept as its slug (deepseek-chat),
+    the short id per-seat models write as provider/model."""
+
+    name = forms.CharField(
+        label=_("name"),
+        max_length=50,
+        help_text=_(
+            "Any label, e.g. “DeepSeek chat”: it is saved as a short id (deepseek-chat), which per-seat "
+            "models write as id/model."
+        ),
+    )
+
+    class Meta:
+        model = Provider
+        fields = ("name", "default_model")  # the admin's fieldsets name the rest
+        widgets = {"default_model": forms.TextInput(attrs={"list": "offered-models", "autocomplete": "off"})}
+
+    def clean_name(self):
+        slug = slugify(self.cleaned_data["name"])
+        if not slug:
+            raise forms.ValidationError(_("Use some Latin letters or digits: the short id is made of them."))
+        taken = Provider.objects.filter(name=slug).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError(_("“%(name)s” is taken by another provider.") % {"name": slug})
+        return slug
+
+
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
+    form = ProviderForm
+    # Test connection / Fetch models on the provider's own page (they save the form first).
+    change_form_template = "admin/debates/provider/change_form.html"
     # A base URL typed without a scheme is an https one (Django 6's default; say it now).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = (
@@ -24,7 +59,7 @@ class ProviderAdmin(admin.ModelAdmin):
     list_filter = ("approved",)
     search_fields = ("name", "base_url", "default_model")
     actions = ("test_connection", "fetch_models", "approve", "withdraw_approval")
-    readonly_fields = ("offered_models", "models_fetched_at", "approved", "approved_by", "learnt")
+    readonly_fields = ("offered_models", "models_fetched_at", "approved", "approved_by", "learnt", "stored_key")
     # What decides where requests (and the key) go: staff who are not superusers changing any of
     # these put the provider back in the queue for a superuser's approval.
     REVIEWED = ("base_url", "api_key_env")
@@ -45,8 +80,11 @@ class ProviderAdmin(admin.ModelAdmin):
         (
             _("Key and limits"),
             {
-                "fields": ("api_key_env", "concurrency", "timeout"),
-                "description": _("The key itself stays in the server's environment; name the variable that holds it."),
+                "fields": ("stored_key", "api_key_env", "concurrency", "timeout"),
+                "description": _(
+                    "Either a key entered on the Connect a model page (stored encrypted, sent only to its "
+                    "host, never shown), or the name of the environment variable that holds it."
+                ),
             },
         ),
         (
@@ -85,6 +123,31 @@ class ProviderAdmin(admin.ModelAdmin):
             ]
             lines.append(f"{model}: {'; '.join(said)}")
         return "\n".join(lines) or _("nothing yet")
+
+    @admin.display(description=_("stored key"))
+    def stored_key(self, obj):
+        """At most the last four characters of a key entered on the Connect a model page."""
+        if not obj.api_key_sealed:
+            return _("none (Connect a model stores one)")
+        tail = obj.key_tail()
+        return _("set, ends in …%(tail)s") % {"tail": tail} if tail else _("set")
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return self._then_test_or_fetch(request, obj) or super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request, obj):
+        return self._then_test_or_fetch(request, obj) or super().response_change(request, obj)
+
+    def _then_test_or_fetch(self, request, obj):
+        """The page's "Test connection" and "Fetch models" buttons: the form was saved, then this."""
+        if "_test" in request.POST:
+            outcome = provider_tools.check_connection(obj)
+        elif "_fetch" in request.POST:
+            outcome = provider_tools.fetch_models(obj)
+        else:
+            return None
+        self.message_user(request, _waiting(obj, outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
+        return HttpResponseRedirect(reverse("admin:debates_provider_change", args=[obj.pk]))
 
     @admin.display(description=_("models"))
     def model_count(self, obj):

@@ -2,15 +2,17 @@
 
 A *door* is anything a person (or, for the terminal, the operator) can use to make Agora call a
 model: a new debate, Resume, Retry turn, Continue at the checkpoint, a person's turn and its
-missed deadline, Regenerate, Fork, Swap sides, Compare with a single answer, and the terminal's
-`manage.py debate` and `manage.py evaluate`. Each is named in `DOORS` and calls `admit` with its
-name, in the same transaction that writes the rows which make the spending happen (a debate marked
-queued, a comparison created), so two requests of one owner cannot both pass:
+missed deadline, Regenerate, Fork, Swap sides, Compare with a single answer, the L3 characters
+distilled on the start form, and the terminal's `manage.py debate` and `manage.py evaluate`. Each
+is named in `DOORS` and calls `admit` with its name, in the same transaction that writes the rows
+which make the spending happen (a debate marked queued, a comparison created, a distillation
+begun), so two requests of one owner cannot both pass:
 
 - **The running limit** (`AGORA_MAX_RUNNING_PER_USER`): what runs for the owner is every debate of
   theirs that is queued, loading or running, plus every comparison of theirs still being written
-  (within its deadline, `comparison_deadline`). Debates and comparisons without an owner
-  (the terminal's) are not counted.
+  (within its deadline, `comparison_deadline`), and every distillation of L3 characters of theirs
+  still in its Start request (within `distillation_deadline`). Debates and comparisons without an
+  owner (the terminal's) are not counted.
 - **The budgets**: a debate's own run is held to its token cap and money budget turn by turn by
   the engine's ledger (which knows the turns that must run whatever happens, such as a verdict),
   earlier attempts included. What is spent *for* a debate outside its run (a comparison) is held
@@ -40,7 +42,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from debates.models import ACTIVE_STATUSES, Comparison, Debate
+from debates.engine.distill import MAX_CHARACTERS
+from debates.models import ACTIVE_STATUSES, Comparison, Debate, Distillation
 
 # name → what it is. A door not listed here cannot be admitted (and the test fails).
 DOORS: dict[str, str] = {
@@ -48,6 +51,7 @@ DOORS: dict[str, str] = {
     "api.start": "POST /api/v1/debates",
     "resume": "Resume (a stopped or failed debate)",
     "api.resume": "POST /api/v1/debates/{id}/resume",
+    "openai.chat": "POST /openai/v1/chat/completions (a debate as a model)",
     "retry": "Retry turn",
     "checkpoint": "Continue at the checkpoint",
     "speak": "a person's turn, written on the live page",
@@ -56,8 +60,10 @@ DOORS: dict[str, str] = {
     "fork": "Fork at a turn",
     "swap": "Swap sides",
     "compare": "Compare with a single answer",
+    "distill": "the start form's L3 characters: one call per person named (at most 4), inside the Start request",
     "cli.debate": "manage.py debate (--owner: counted for that user)",
     "cli.evaluate": "manage.py evaluate: its debates (--owner: counted for that user)",
+    "mcp.start": "the MCP server's start_debate tool (manage.py mcp over stdio, /mcp/ over HTTP)",
 }
 
 
@@ -70,9 +76,9 @@ class Refused(Exception):
 class RunningLimitReached(Refused):
     """Refused: the owner already runs as many debates (and comparisons) as allowed."""
 
-    def __init__(self, debates: int, limit: int, comparisons: int = 0) -> None:
-        super().__init__(message(debates, limit, comparisons))
-        self.running, self.limit = debates + comparisons, limit
+    def __init__(self, debates: int, limit: int, comparisons: int = 0, distillations: int = 0) -> None:
+        super().__init__(message(debates, limit, comparisons, distillations))
+        self.running, self.limit = debates + comparisons + distillations, limit
 
 
 class BudgetSpent(Refused):
@@ -81,7 +87,16 @@ class BudgetSpent(Refused):
     status = 409
 
 
-def message(running: int, limit: int, comparisons: int = 0) -> str:
+def message(running: int, limit: int, comparisons: int = 0, distillations: int = 0) -> str:
+    if distillations:
+        busy = running + comparisons + distillations
+        return ngettext(
+            "You already have %(running)d debate, comparison or character distillation running (the limit is "
+            "%(limit)d). Wait for it to finish.",
+            "You already have %(running)d debates, comparisons or character distillations running (the limit is "
+            "%(limit)d). Stop one or wait for it to finish.",
+            busy,
+        ) % {"running": busy, "limit": limit}
     if comparisons:
         return ngettext(
             "You already have %(running)d debate or comparison running (the limit is %(limit)d). "
@@ -115,6 +130,19 @@ def comparisons_in_flight():
     return Comparison.objects.filter(state=Comparison.State.RUNNING, created_at__gte=since)
 
 
+def distillation_deadline() -> float:
+    """How long a distillation may take: each person's call within the turn deadline
+    (`debates.characters`), and as long again for the web research of them all."""
+    return settings.AGORA_TURN_DEADLINE * (MAX_CHARACTERS + 1)
+
+
+def distillations_in_flight():
+    """Distillations of L3 characters still in their Start requests: they count against their
+    owners' running limits."""
+    since = timezone.now() - timedelta(seconds=distillation_deadline())
+    return Distillation.objects.filter(created_at__gte=since)
+
+
 def running(owner_id: int, *, besides: int | None = None) -> tuple[int, int]:
     """(debates, comparisons) running for the owner now; `besides` a debate not to count."""
     debates = Debate.objects.filter(owner_id=owner_id, status__in=ACTIVE_STATUSES)
@@ -136,9 +164,10 @@ def admit(door: str, owner_id: int | None, *, besides: int | None = None, spendi
         # Serialise this owner's admissions (a no-op on SQLite, see the module docstring).
         list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk"))
         debates, comparisons = running(owner_id, besides=besides)
+        distillations = distillations_in_flight().filter(owner_id=owner_id).count()
         limit = settings.AGORA_MAX_RUNNING_PER_USER
-        if debates + comparisons >= limit:
-            raise RunningLimitReached(debates, limit, comparisons)
+        if debates + comparisons + distillations >= limit:
+            raise RunningLimitReached(debates, limit, comparisons, distillations)
     if spending_for is not None:
         left = spend_for(spending_for)
         left.refuse_if_spent()

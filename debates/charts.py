@@ -15,6 +15,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from agora.text import strip_invisible
+from debates.engine.reading import discarded_keys
+from personas.models import name_in
 
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 INK, MUTED, GRID = "#1d1d1f", "#595959", "#d8dbe3"
@@ -60,7 +62,7 @@ def _legend(y: int) -> tuple[list[str], int]:
 
 def _name(turn: dict) -> str:
     """A speaker's name as a chart shows it: no direction overrides or zero-width characters."""
-    return strip_invisible(turn.get("speaker_name", ""))
+    return strip_invisible(name_in(None, turn.get("speaker_name", ""), turn.get("speaker_name_en", "")))
 
 
 def _grid(title: str, rows: list[str], columns: list[str], cells: dict[tuple[int, int], str]) -> SafeString:
@@ -105,9 +107,20 @@ def _positions(speeches: list[dict], state_of) -> SafeString | str:
 
 
 def duel_positions(data: dict) -> SafeString | str:
-    """Each master's position per round: held, or moved (as each declared it)."""
-    speeches = [t for t in data.get("turns", []) if "moved" in (t.get("data") or {})]
-    return _positions(speeches, lambda t: "loosened" if t["data"].get("moved") else "held")
+    """Each master's position per round as the speech declared it: held, loosened or turned (its
+    `position`, the part the speech states; a record from before it kept only whether it moved).
+    An attempt written again is not a position the debate had."""
+    turns = data.get("turns", [])
+    discarded = discarded_keys(t.get("key", "") for t in turns)
+    speeches = [t for t in turns if "moved" in (t.get("data") or {}) and t.get("key") not in discarded]
+    return _positions(speeches, _declared_state)
+
+
+def _declared_state(turn: dict) -> str:
+    declared = turn["data"].get("position")
+    if declared in STATES:
+        return declared
+    return "loosened" if turn["data"].get("moved") else "held"
 
 
 def _summary_state(summary: str) -> str:
@@ -229,3 +242,37 @@ def positions(data: dict) -> SafeString | str:
         if drawn:
             return drawn
     return ""
+
+
+def votes(sides: list[dict]) -> SafeString | str:
+    """The room's vote (#30, `audience.results`): each side's share before and after as two bars,
+    and its swing in points written beside them."""
+    if not sides or not any(s.get("before") or s.get("after") for s in sides):
+        return ""
+    label_width = max(60, 10 + max(_text_width(s["label"]) for s in sides))
+    bar, row_height = 200, 44
+    width, height = label_width + bar + 150, 30 + row_height * len(sides) + 24
+    colours = {"before": "#9aa3b2", "after": "#23395d"}
+    names = {"before": _("before"), "after": _("after")}
+    body = []
+    for i, side in enumerate(sides):
+        y = 30 + row_height * i
+        name = strip_invisible(side["label"])
+        body.append(f'<text x="0" y="{y + 18}" fill="{INK}">{escape(name)}</text>')
+        for j, phase in enumerate(("before", "after")):
+            percent = side.get(f"{phase}_percent")
+            length = round(bar * (percent or 0) / 100)
+            shown = "–" if percent is None else f"{percent}%"
+            top = y + 4 + 18 * j
+            body.append(
+                f'<rect x="{label_width}" y="{top}" width="{length}" height="14" fill="{colours[phase]}">'
+                f"<title>{escape(name)} · {escape(names[phase])}: {shown}</title></rect>"
+            )
+            x = label_width + length + 4
+            body.append(f'<text x="{x}" y="{top + 11}" fill="{MUTED}">{escape(names[phase])} {shown}</text>')
+        if side.get("swing") is not None:
+            body.append(
+                f'<text x="{width - 4}" y="{y + 18}" text-anchor="end" fill="{INK}" font-weight="600">'
+                f"{escape(side.get('swing_text', ''))}</text>"
+            )
+    return _svg(width, height, _("The room’s vote, before and after"), body)

@@ -2,7 +2,7 @@
 
 The default provider comes from the environment: OPENAI_BASE_URL (+ OPENAI_API_KEY, AGORA_MODEL)
 for any OpenAI-compatible server, else the bundled local model. Keys are read from the environment
-at call time and never stored.
+at call time, or opened from a Provider row's sealed key (debates/key_vault.py) for its own host.
 
 Reasoning models: a client is built with its reasoning effort (the seat's or the debate's, else the
 provider's; none is sent when blank) and with what its server refused for that model before
@@ -54,6 +54,13 @@ def local_client() -> LLMClient:
 def is_local(client: LLMClient) -> bool:
     """The process's own local-model client (it outlives any one debate)."""
     return client in _local
+
+
+def is_bundled(provider) -> bool:
+    """A debate with this provider (None: the environment's) runs on the local model: the
+    bundled one unless AGORA_LOCAL_MODEL names another GGUF. Its formats' defaults are sized for
+    it (`Format.local`)."""
+    return provider is None and not settings.OPENAI_BASE_URL
 
 
 def _priced(client: LLMClient, price) -> LLMClient:
@@ -165,13 +172,34 @@ class RefusedClient(LLMClient):
         raise ProviderUnavailable(f"{self.name}: {self.reason}")
 
 
+def provider_key(provider) -> tuple[str | None, str]:
+    """(the provider's key, "") or (None, why it may not be sent). A key entered on the Connect
+    page goes only to the host it was entered for (sealed with it); otherwise the key variable."""
+    if provider.api_key_sealed:
+        from urllib.parse import urlsplit
+
+        from debates import key_vault
+
+        try:
+            key, host = key_vault.open_sealed(provider.api_key_sealed)
+        except key_vault.VaultError as error:
+            return None, str(error)
+        if (urlsplit(provider.base_url).hostname or "").lower() != host:
+            return None, gettext(
+                "its stored key was entered for %(host)s and is sent nowhere else: enter it again for the new "
+                "address (Connect a model)."
+            ) % {"host": host}
+        return key, ""
+    return provider_keys.read(provider.api_key_env, provider.base_url)
+
+
 def provider_client(provider, model: str = "", *, unapproved: bool = False, effort: str = "") -> LLMClient:
     """The provider's client; one awaiting a superuser's approval refuses every call, unless
     `unapproved` (the admin's own test of the connection). `effort`: the seat's or the debate's
     reasoning effort, else the provider's."""
     if not provider.approved and not unapproved:
         return RefusedClient(provider.name, not_approved())
-    key, refused = provider_keys.read(provider.api_key_env, provider.base_url)
+    key, refused = provider_key(provider)
     if refused:
         return RefusedClient(provider.name, refused)
     model_id = model or provider.default_model
@@ -184,7 +212,7 @@ def provider_client(provider, model: str = "", *, unapproved: bool = False, effo
         timeout=provider.timeout,
         max_retries=settings.AGORA_PROVIDER_RETRIES,
         backoff_base=settings.AGORA_PROVIDER_BACKOFF,
-        key_env=provider.api_key_env or "OPENAI_API_KEY",
+        key_env=provider.api_key_env or ("its stored key" if provider.api_key_sealed else "OPENAI_API_KEY"),
         reasoning_effort=effort or provider.reasoning_effort or None,
         learnt=(provider.learnt_params or {}).get(model_id),
         on_learn=remember(provider.pk, model_id) if provider.pk else None,

@@ -22,7 +22,7 @@ from django.http import Http404
 from django.utils.translation import get_supported_language_variant
 from django.utils.translation.trans_real import parse_accept_lang_header
 
-from debates import fanout, frames
+from debates import audience, fanout, frames
 from debates.access import via_share_only, viewable_debate
 from debates.live_counts import counts, viewer_key
 
@@ -76,6 +76,9 @@ class DebateConsumer(AsyncWebsocketConsumer):
         self.catching_up: asyncio.Task | None = None
         self.group = frames.group(self.debate_id, viewer_language(self.scope))
         self.seen = _int(query.get("after", ["-1"])[0])
+        # The audience panel's version the page was drawn at (#30); a client without it (not the
+        # live page) is sent no audience messages.
+        self.audience_seen = _int(query["audience"][0]) if "audience" in query else None
         self.subscription = await fanout.hub().join(self.channel_layer, self.group, self)
         await self.accept()
         missed = self.subscription.since(self.seen)
@@ -84,6 +87,7 @@ class DebateConsumer(AsyncWebsocketConsumer):
             # (Every frame reaches the subscription's list and this outbox in one step, so the
             # list holds all that the outbox does.)
             self.outbox = missed
+            await self._catch_up_audience()
         else:
             await self._catch_up()
         self._ready()
@@ -95,6 +99,18 @@ class DebateConsumer(AsyncWebsocketConsumer):
             language = viewer_language(self.scope)
             await self.send(text_data=await database_sync_to_async(frames.full_in)(snap, language))
         self.seen = snap.seq
+        await self._catch_up_audience()
+
+    async def _catch_up_audience(self):
+        """The audience's votes and questions (#30) as they are now, if newer than the page's:
+        its messages carry a version of their own, apart from the debate's numbered frames."""
+        if self.audience_seen is None:
+            return
+        language = viewer_language(self.scope)
+        version, html = await database_sync_to_async(audience.current)(self.debate_id, language, self.audience_seen)
+        if version > self.audience_seen:
+            self.audience_seen = version
+            await self.send(text_data=html)
 
     def _ready(self) -> None:
         self.ready = True
@@ -112,6 +128,11 @@ class DebateConsumer(AsyncWebsocketConsumer):
                     self.ready = False
                     await self.close(code=REVOKED)
                     return
+                continue
+            if message["type"] == "debate.audience":  # whole, versioned: only a newer one counts
+                if self.audience_seen is not None and message["version"] > self.audience_seen:
+                    self.audience_seen = message["version"]
+                    parts.append(message["html"])
                 continue
             seq = message["seq"]
             if seq <= self.seen:

@@ -74,15 +74,57 @@ async def resume_interrupted() -> list[int]:
     """At server start (one process runs everything): debates a crash left active resume from their
     last finished turn. This process is their only runner, so the old lease is a dead one's. (A
     debate whose Stop came before the crash is marked stopped by its runner, never resumed;
-    comparisons the crash interrupted are marked failed, which frees their owners' slots.)"""
+    comparisons the crash interrupted are marked failed, which frees their owners' slots.)
+    Where several processes run debates (`AGORA_PROCESSES` > 1) a live sibling may hold any of
+    them: `watch_orphans` takes over only what nobody drives."""
     from debates import comparisons
 
+    if settings.AGORA_PROCESSES > 1:
+        return []
     await database_sync_to_async(comparisons.fail_interrupted)()
     ids = await database_sync_to_async(_interrupted_ids)()
     for debate_id in ids:
         log.info("resuming debate %s, interrupted by a restart", debate_id)
         await database_sync_to_async(dispatch)(debate_id, force=True)
     return ids
+
+
+class Orphans:
+    """One sweep of `watch_orphans`: what to run here now. A debate whose runner went silent is
+    taken at once; one that no runner has claimed only once it stayed so for a lease's length (a
+    sibling that admitted it claims it within milliseconds). Taking is a claim, so of several
+    processes sweeping, one runs it and the others find it busy."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, float] = {}  # unclaimed debate → when this process first saw it so
+
+    def due(self, silent: list[int], unclaimed: list[int], now: float) -> list[int]:
+        self.seen = {pk: self.seen.get(pk, now) for pk in unclaimed}
+        waited = [pk for pk, first in self.seen.items() if now - first >= settings.AGORA_LEASE_SECONDS]
+        for pk in waited:
+            del self.seen[pk]
+        return sorted({*silent, *waited})
+
+
+async def watch_orphans() -> None:
+    """Forever, where several processes run debates in-process: run here what nobody drives (a
+    sibling that died mid-debate, or before it claimed a debate it admitted)."""
+    orphans = Orphans()
+    while True:
+        try:
+            silent, unclaimed = await database_sync_to_async(leases.unheld)()
+            for debate_id in orphans.due(silent, unclaimed, asyncio.get_running_loop().time()):
+                log.info("debate %s: nobody drives it; running it here", debate_id)
+                await database_sync_to_async(dispatch)(debate_id)
+        except asyncio.CancelledError:
+            raise
+        except RuntimeError as error:
+            if _shutting_down(error):
+                return
+            log.exception("the orphan watch failed; trying again")
+        except Exception:  # a failed sweep must not end the watch
+            log.exception("the orphan watch failed; trying again")
+        await asyncio.sleep(settings.AGORA_HEARTBEAT)
 
 
 def attach_to_daphne() -> bool:
@@ -96,6 +138,8 @@ def attach_to_daphne() -> bool:
     debate_loop.server_loop = loop
     loop.call_soon_threadsafe(lambda: loop.create_task(resume_interrupted()), context=contextvars.Context())
     loop.call_soon_threadsafe(lambda: loop.create_task(watch_human_deadlines()), context=contextvars.Context())
+    if settings.AGORA_PROCESSES > 1:
+        loop.call_soon_threadsafe(lambda: loop.create_task(watch_orphans()), context=contextvars.Context())
     return True
 
 

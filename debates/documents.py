@@ -34,26 +34,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import docx
-from docx.document import Document as DocxDocument
-from docx.enum.style import WD_STYLE_TYPE
-from docx.oxml.ns import qn
-from docx.table import Table
-from pypdf import PdfReader
-from pypdf.generic import ArrayObject, StreamObject
-
-try:  # pypdf's own test for "this content can show text" (it parses only such content for text)
-    from pypdf._text_extraction import _has_text_operator
-except ImportError:  # a pypdf that moved it: count every page's content, which only over-counts
-
-    def _has_text_operator(data: bytes) -> bool:
-        return True
-
-
-from debates.engine import i18n
+from debates.engine import i18n, optional
 from debates.engine.evidence import EXCERPT_LIMIT, chunks
 from debates.engine.i18n import gettext_noop, verbatim
+
+if TYPE_CHECKING:  # pypdf and python-docx are imported by the readers that use them (`_parser`)
+    from docx.document import Document as DocxDocument
+    from docx.table import Table
+    from pypdf import PdfReader
 
 MAX_BYTES = 5 * 1024 * 1024
 MAX_FILES = 5
@@ -270,8 +260,9 @@ def _read_pdf(name: str, data: bytes) -> _Sections:
         raise DocumentError(
             gettext_noop("%(name)s is not a PDF file; check that the right file was chosen."), name=name
         )
+    pypdf = _parser("pypdf", name, "PDF")
     try:
-        reader = PdfReader(io.BytesIO(data))
+        reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _open_with_empty_password(reader):
             raise DocumentError(
                 gettext_noop("%(name)s is password-protected; save a copy without the password or paste its text."),
@@ -326,6 +317,8 @@ def _read_pdf(name: str, data: bytes) -> _Sections:
 def _text_content_bytes(page) -> int:
     """How many bytes of content pypdf will parse to find the page's text: its content streams,
     inflated, when they hold a text operator (pypdf parses nothing else for text)."""
+    from pypdf.generic import ArrayObject, StreamObject
+
     contents = page.get("/Contents")
     contents = contents.get_object() if contents is not None else None
     data = []
@@ -334,6 +327,15 @@ def _text_content_bytes(page) -> int:
         if isinstance(stream, StreamObject):
             data.append(stream.get_data())
     return sum(len(part) for part in data) if any(_has_text_operator(part) for part in data) else 0
+
+
+def _has_text_operator(data: bytes) -> bool:
+    """pypdf's own test for "this content can show text" (it parses only such content for text)."""
+    try:
+        from pypdf._text_extraction import _has_text_operator as has_text_operator
+    except ImportError:  # a pypdf that moved it: count every page's content, which only over-counts
+        return True
+    return has_text_operator(data)
 
 
 def _open_with_empty_password(reader: PdfReader) -> bool:
@@ -374,6 +376,7 @@ def _read_docx(name: str, data: bytes) -> _Sections:
     # compressed bytes at once and only then cuts them to the declared size, so a member that says
     # 1,000 bytes and inflates to 1 GiB costs 1 GiB (2 GB at the peak). Count what really comes out.
     _check_inflated(name, data, members)
+    docx = _parser("docx", name, "Word")
     try:
         document = docx.Document(io.BytesIO(data))
         blocks = list(_docx_blocks(document))
@@ -439,6 +442,8 @@ def _docx_blocks(document: DocxDocument) -> Iterator[tuple[bool, str]]:
     with Word's ~160 styles: 40,000 short paragraphs, 45 s), and a row's `.cells` walks each
     vertically merged cell up to the top of its span, again for every row (a merged column of 400
     rows, 38 KB: 6 s; the steps grow with the square of the rows)."""
+    from docx.table import Table
+
     headings = _heading_styles(document)
     for block in document.iter_inner_content():
         if isinstance(block, Table):
@@ -451,7 +456,8 @@ def _docx_blocks(document: DocxDocument) -> Iterator[tuple[bool, str]]:
                 yield (headings[None] if heading is None else heading), text
 
 
-_RUN_TAGS = frozenset({qn("w:r"), qn("w:hyperlink")})
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"  # python-docx's qn("w:…")
+_RUN_TAGS = frozenset({f"{_W}r", f"{_W}hyperlink"})
 
 
 def _paragraph_text(p) -> str:
@@ -465,6 +471,8 @@ def _heading_styles(document: DocxDocument) -> dict[str | None, bool | None]:
     style); None where python-docx would use the default paragraph style instead (an id that names
     no paragraph style), and under the key None whether that default is one. One pass over the
     styles, with python-docx's rules: the first style with an id wins, the last default counts."""
+    from docx.enum.style import WD_STYLE_TYPE
+
     headings: dict[str | None, bool | None] = {None: False}
     for style in document.styles.element.style_lst:
         paragraph = style.type == WD_STYLE_TYPE.PARAGRAPH
@@ -536,6 +544,23 @@ def _cap(sections: list[Section], limit: int) -> tuple[list[Section], bool]:
         kept.append(section)
         left -= len(section.text)
     return kept, False
+
+
+MISSING_PARSER = gettext_noop(
+    "%(name)s was not read: reading %(kind)s files needs the Python package %(package)s, which this server "
+    "lacks. Whoever runs it can install it with: %(command)s"
+)
+
+
+def _parser(module: str, name: str, kind: str):
+    """pypdf or python-docx, imported by the reader that needs it (in the child process), not when
+    Django sets up: a server without one still reads the other kinds, and says what to install."""
+    try:
+        return optional.load(module)
+    except optional.MissingPackage as missing:
+        raise DocumentError(
+            MISSING_PARSER, name=name, kind=kind, package=missing.package, command=optional.INSTALL
+        ) from None
 
 
 UNREADABLE = {

@@ -6,22 +6,28 @@
   warnings) from the report's data; the debate's own words stay as spoken (`verdict_markdown`,
   `transcript_markdown`).
 - The exports as a user may read them: Markdown (`export_markdown`) and JSON (`export_payload`),
-  provider addresses redacted for everyone but staff (`access.shows_internals`).
+  provider addresses redacted for everyone but staff (`access.shows_internals`). An export is
+  wholly in the debate's language (its question's, as its speeches are: headings, labels, notes,
+  names), whoever downloads it and in whatever language they read the site (`in_debate_language`).
 - Their file names (`archive_name`) and the one `Content-Disposition` every door sends
   (`attachment`).
 """
 
 from __future__ import annotations
 
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 
+from agora.text import strip_invisible
+from debates import audience
 from debates.access import shows_internals
+from debates.engine.i18n import language_of
 from debates.engine.report import render_transcript, render_verdict
 from debates.engine.text import topic_slug
 from debates.models import Debate
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
+from personas.models import name_in, names_by_language
 
 # -- the report as a reader sees it ----------------------------------------------------------
 
@@ -57,8 +63,28 @@ def report_turns(report, turns, *, thinking: bool = False) -> list[dict]:
         row = rows.get(t["key"])
         earlier = [h for h in (row.history if row else []) if h.get("text")]
         extra = {"thinking": row.thinking} if thinking and row and row.thinking else {}
-        out.append({**t, "text": row.text if row else "", "earlier": [h["text"] for h in earlier], **extra})
+        # The speaker as this reader (or this export's language) calls them.
+        name = strip_invisible(name_in(None, t.get("speaker_name", ""), t.get("speaker_name_en", "")))
+        out.append(
+            {
+                **t,
+                "speaker_name": name,
+                "text": row.text if row else "",
+                "earlier": [h["text"] for h in earlier],
+                **extra,
+            }
+        )
     return out
+
+
+def debate_language(debate: Debate) -> str:
+    """The site's language code for the language `debate` is held in (its question's)."""
+    return "en" if language_of(debate.question) == "en" else "zh-hans"
+
+
+def in_debate_language(debate: Debate):
+    """A context in which gettext and names speak `debate`'s language: the exports' rule."""
+    return translation.override(debate_language(debate))
 
 
 # -- the exports ---------------------------------------------------------------------------------
@@ -88,15 +114,54 @@ def export_markdown(debate: Debate, user, part: str = "both", *, thinking: bool 
     if rep is None:
         return None
     turns = list(debate.turns.all())
-    pieces = {"report": [verdict_markdown(rep)], "transcript": [transcript_markdown(rep, turns, thinking=thinking)]}
-    body = inert_markdown("\n\n---\n\n".join(pieces.get(part) or pieces["report"] + pieces["transcript"]))
-    if not shows_internals(user):
-        body = redact_urls(body, _("the provider"))
+    with in_debate_language(debate):
+        verdict, transcript = verdict_markdown(rep), transcript_markdown(rep, turns, thinking=thinking)
+        pieces = {"report": [verdict], "transcript": [transcript]}
+        if part != "transcript":
+            pieces["report"].append(audience_markdown(debate))
+        body = inert_markdown(
+            "\n\n---\n\n".join(p for p in pieces.get(part) or pieces["report"] + pieces["transcript"] if p)
+        )
+        if not shows_internals(user):
+            body = redact_urls(body, _("the provider"))
     return body
 
 
+def audience_markdown(debate: Debate) -> str:
+    """The room's vote before and after, and the swing per side (#30); "" without votes."""
+    drawn = audience.export(debate)
+    if drawn is None:
+        return ""
+    lines = [
+        f"## {_('The room’s vote')}",
+        "",
+        f"| {_('Side')} | {_('Before')} | {_('After')} | {_('Swing')} |",
+        "|---|---|---|---|",
+    ]
+
+    def shown(n, percent):
+        return f"{n}" + (f" ({percent}%)" if percent is not None else "")
+
+    for side in drawn["sides"]:
+        swing = f"{side['swing']:+d}" if side["swing"] is not None else "–"
+        lines.append(
+            f"| {side['label']} | {shown(side['before'], side['before_percent'])} | "
+            f"{shown(side['after'], side['after_percent'])} | {swing} |"
+        )
+    if drawn["questions_taken"]:
+        lines += ["", f"**{_('From the floor')}**", ""] + [f"- {q}" for q in drawn["questions_taken"]]
+    return "\n".join(lines)
+
+
 def export_payload(debate: Debate, user) -> dict:
-    """The JSON export as `user` may read it; the API's as well."""
+    """The JSON export as `user` may read it; the API's as well. Its names are the debate's
+    language's (`name`, `speaker_name`), each beside its names in every language (`names`,
+    `speaker_names`)."""
+    with in_debate_language(debate):
+        return _payload(debate, user)
+
+
+def _payload(debate: Debate, user) -> dict:
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
     payload = {
         "id": debate.pk,
@@ -111,7 +176,13 @@ def export_payload(debate: Debate, user) -> dict:
         "finished_at": debate.finished_at.isoformat() if debate.finished_at else None,
         "tokens": debate.usage(),
         "seats": [
-            {"persona": s.persona.slug, "name": s.persona.name, "position": s.position, "model": s.model}
+            {
+                "persona": s.persona.slug,
+                "name": s.persona.called(),
+                "names": names_by_language(s.persona.name, s.persona.name_en),
+                "position": s.position,
+                "model": s.model,
+            }
             for s in debate.seats.select_related("persona")
         ],
         "turns": [
@@ -120,7 +191,8 @@ def export_payload(debate: Debate, user) -> dict:
                 "round": t.round,
                 "phase": t.phase,
                 "speaker": t.speaker_slug,
-                "speaker_name": t.speaker_name,
+                "speaker_name": t.speaker_in(),
+                "speaker_names": names_by_language(t.speaker_name, t.speaker_name_en),
                 "state": t.state,
                 "text": t.text,
                 "thinking": t.thinking,  # a reasoning model's thinking, never part of the text
@@ -145,6 +217,7 @@ def export_payload(debate: Debate, user) -> dict:
         }
         if rep
         else None,
+        "audience": audience.export(debate),  # the room's votes and the questions taken (#30)
     }
     payload = strip_invisible_deep(payload)
     if not shows_internals(user):

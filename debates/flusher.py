@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import weakref
 from typing import Protocol
 
@@ -22,6 +23,7 @@ from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
 from debates.models import Debate, Turn
+from debates.pace import Pace
 
 
 class Flushable(Protocol):
@@ -38,6 +40,7 @@ class Flushable(Protocol):
     thinking_pending: dict[str, list[str]]  # turn key → thinking deltas not written yet
     thoughts: dict[str, str]  # turn key → thinking written so far (a running turn's)
     turn_pks: dict[str, int]  # turn key → Turn row
+    paces: dict[str, Pace]  # turn key → when its text arrived (a running turn's; the replay's)
 
     async def send_deltas(self, chunks: dict[str, str], thinking: dict[str, str] | None = None) -> None:
         """`chunks` (turn key → text) and `thinking` (turn key → thinking) were committed as the
@@ -96,6 +99,7 @@ class Flusher:
             async with contextlib.AsyncExitStack() as held:
                 for sink in sinks:
                     await held.enter_async_context(sink.lock)
+                at = time.time()  # when this frame's text is taken: its point in each turn's pace
                 batch = []
                 for sink in sinks:
                     pending, sink.pending = sink.pending, {}
@@ -104,7 +108,7 @@ class Flusher:
                         batch.append((sink, pending, thinking))
                 if not batch:
                     return
-                written, lost = await database_sync_to_async(write)(batch)
+                written, lost = await database_sync_to_async(write)(batch, at)
                 self.stats["flushes"] += 1
                 for sink, chunks, thoughts in written:
                     await sink.send_deltas(chunks, thoughts)
@@ -112,11 +116,14 @@ class Flusher:
                 sink.lose()
 
 
-def write(batch: list[tuple[Flushable, dict[str, list[str]], dict[str, list[str]]]]):
+def write(batch: list[tuple[Flushable, dict[str, list[str]], dict[str, list[str]]]], at: float | None = None):
     """In one transaction: each debate's seq + 1, fenced by its runner's lease (a debate another
     runner took over is left alone and reported lost), then the text (and the thinking) of each
-    turn that grew. Raw `executemany`: the ORM's per-statement cost, times every debate, was the
-    flush's cost."""
+    turn that grew. Each grown turn's pace gets one more point in memory, [ms since the turn
+    started, characters so far], taken `at` (`debates.pace`); the sink writes it with the turn's
+    end. Raw `executemany`: the ORM's per-statement cost, times every debate, was the flush's
+    cost."""
+    at = time.time() if at is None else at
     debates, turns = Debate._meta.db_table, Turn._meta.db_table
     fenced = [(sink.seq + 1, sink.debate_id, sink.runner_id) for sink, *_ in batch if sink.runner_id]
     free = [(sink.seq + 1, sink.debate_id) for sink, *_ in batch if not sink.runner_id]
@@ -139,7 +146,10 @@ def write(batch: list[tuple[Flushable, dict[str, list[str]], dict[str, list[str]
                 continue
             chunks = {key: storable("".join(parts)) for key, parts in pending.items()}
             for key, chunk in chunks.items():
-                texts.append((sink.texts.get(key, "") + chunk, sink.turn_pks[key]))
+                text, pace = sink.texts.get(key, "") + chunk, sink.paces.get(key)
+                texts.append((text, sink.turn_pks[key]))
+                if pace is not None:
+                    pace.add(at, len(text))
             thought = {key: storable("".join(parts)) for key, parts in thinking.items()}
             for key, chunk in thought.items():
                 thoughts.append((sink.thoughts.get(key, "") + chunk, sink.turn_pks[key]))

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
 from debates import documents, options
-from debates.clients import effective_model, reasons
+from debates.clients import effective_model, is_bundled, reasons
 from debates.engine import registry
 from debates.engine.format import Format, Mode
 from debates.engine.options import Option
@@ -97,6 +97,25 @@ def default_search() -> str:
     return choices[1][0] if len(choices) > 1 else NO_RESEARCH
 
 
+BUNDLED_MODEL = "Qwen2.5-Coder 1.5B"
+
+
+def default_model_label() -> str:
+    """What the start form calls the debate's model when no provider is chosen: the bundled demo
+    model, another local file, or the server's own OpenAI-compatible model."""
+    if settings.OPENAI_BASE_URL:
+        model = settings.AGORA_MODEL or "gpt-4o-mini"
+        return _("this server's model — %(model)s") % {"model": model}
+    if settings.AGORA_LOCAL_MODEL:
+        return _("local model — %(name)s") % {"name": settings.AGORA_LOCAL_MODEL.rsplit("/", 1)[-1]}
+    return _("bundled local model — %(name)s, a demo") % {"name": BUNDLED_MODEL}
+
+
+class ProviderChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.name} — {obj.default_model}" if obj.default_model else obj.name
+
+
 class DebateForm(forms.Form):
     topic = TopicField(label=_("Question"), max_length=MAX_TOPIC, widget=forms.Textarea(attrs={"rows": 3}))
     format = forms.ChoiceField(
@@ -125,7 +144,7 @@ class DebateForm(forms.Form):
         choices=[("llm", _("a model speaks for me")), ("pass", _("my turn passes"))],
         help_text=_("Tick “I take this seat” on a persona to write its turns yourself, within the time limit."),
     )
-    provider = forms.ModelChoiceField(
+    provider = ProviderChoiceField(
         label=_("Provider"),
         required=False,
         # A provider waiting for a superuser's approval is neither listed nor accepted.
@@ -166,10 +185,14 @@ class DebateForm(forms.Form):
         error_messages={"invalid_choice": _("Choose low, medium or high, or leave it empty.")},
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, characters=(), **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
         super().__init__(*args, **kwargs)
+        # Distilled characters confirmed on this page (unsaved rows, `debates.characters`): seated
+        # after the chosen personas, saved with the debate.
+        self.characters = list(characters)
         self.fields["search"].initial = default_search()
+        self.fields["provider"].empty_label = default_model_label()
         # Every registered format's options after the personas, each as the chosen format
         # describes it where it takes it (a format registered later brings its own).
         fixed = list(self.fields.items())
@@ -269,7 +292,7 @@ class DebateForm(forms.Form):
             raise forms.ValidationError(_("A chosen persona is not in the libraries (any more): choose again."))
 
         def names(chosen):
-            return ", ".join(strip_invisible(p.name) for p in chosen)
+            return ", ".join(p.called() for p in chosen)
 
         duplicates = [found[s] for s in dict.fromkeys(s for s in slugs if slugs.count(s) > 1)]
         if duplicates:
@@ -286,7 +309,7 @@ class DebateForm(forms.Form):
             raise forms.ValidationError(
                 _("%(names)s hosts or moderates and cannot debate; choose debaters.") % {"names": names(hosts)}
             )
-        return [found[s] for s in slugs]
+        return [found[s] for s in slugs] + [c for c in self.characters if c.slug not in found]
 
     def clean(self):
         data = super().clean()
@@ -309,8 +332,10 @@ class DebateForm(forms.Form):
         except (UnknownOptions, TypeError, ValueError):  # cannot happen from the page: a bug, said plainly
             self.add_error(None, _("These options do not fit this format."))
             return data
-        library = library_spec(fmt, personas)
+        library = self.library = library_spec(fmt, personas)
         question = data.get("topic", "")  # an invalid question has its own error; seats are still checked
+        if is_bundled(data.get("provider")):  # what is left empty is sized for the bundled model
+            data["options"] = fmt.sized(data["options"], question, len(personas))
         problems = fmt.check(question, [persona_spec(p) for p in personas], data["options"], library)
         for field, problem in problems.items():
             self.add_error(field if field in self.fields else None, problem.render(gettext))
@@ -321,14 +346,21 @@ class DebateForm(forms.Form):
         unseated = [k.removeprefix("human-") for k in self.data if k.startswith("human-") and self.data.get(k)]
         unseated = [slug for slug in unseated if slug not in chosen]
         if unseated:
-            names = ", ".join(strip_invisible(p.name) for p in Persona.objects.filter(slug__in=unseated))
+            names = ", ".join(p.called() for p in Persona.objects.filter(slug__in=unseated))
             self.add_error(
                 "personas", _("You chose to take %(names)s's seat: tick the persona too.") % {"names": names}
             )
         data["position_map"] = self._read_positions(mode, personas)
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
+        self._check_model(data)
         self._check_effort(data)
         return data
+
+    def _check_model(self, data) -> None:
+        """A provider connected before a model was picked has no default: the form needs one."""
+        provider = data.get("provider")
+        if provider is not None and not effective_model(provider, data.get("model", "")):
+            self.add_error("model", _("“%(name)s” has no default model yet: name one here.") % {"name": provider.name})
 
     def _check_effort(self, data) -> None:
         """A reasoning effort only for a reasoning model: a chat model would refuse it (or ignore it)."""
@@ -365,7 +397,11 @@ class DebateForm(forms.Form):
     def _option_values(self, fmt, data) -> dict:
         """The form's values for the options this format takes (others are not its business).
         Empty ones are left to the format's defaults; zero is a value (refused by its field)."""
-        return {name: data[name] for name in fmt.options() if name in data and not options.is_empty(data[name])}
+        values = {name: data[name] for name in fmt.options() if name in data and not options.is_empty(data[name])}
+        for name, opt in fmt.options().items():  # a mode by another of its names (快速) is kept by its own
+            if opt.kind == "modes" and name in values and fmt.mode(values[name]):
+                values[name] = fmt.mode(values[name]).name
+        return values
 
     def _read_invites(self, personas) -> dict[str, str]:
         """Seats offered to another user, by the name typed on each card. Any name is taken:
@@ -382,7 +418,7 @@ class DebateForm(forms.Form):
         if any(side not in ("", *SIDES) for side in positions.values()):
             self.add_error("personas", _("Choose for or against for each persona."))
             return {}
-        undecided = [strip_invisible(p.name) for p in personas if not positions[p.slug]]
+        undecided = [p.called() for p in personas if not positions[p.slug]]
         if undecided:
             self.add_error(
                 "personas", _("Choose for or against for each persona: %(names)s.") % {"names": ", ".join(undecided)}
@@ -457,7 +493,7 @@ def _effort_of(spec: str) -> tuple[str, str]:
 
 @transaction.atomic
 def save_debate(form: DebateForm, owner=None) -> Debate:
-    from debates import invitations
+    from debates import audience, invitations
 
     data = form.cleaned_data
     options = data["options"].as_dict()  # with the documents as read (`CommonOptions.documents`)
@@ -474,6 +510,10 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
         search_provider=search if isinstance(search, SearchProvider) else None,
     )
     for order, persona in enumerate(data["personas"]):
+        if persona.pk is None:  # a distilled character confirmed on the form: into the library now
+            from debates.characters import save_character
+
+            persona = save_character(persona, owner)
         provider, model, effort = data["seat_model_map"].get(persona.slug, (None, "", ""))
         Seat.objects.create(
             debate=debate,
@@ -490,6 +530,9 @@ def save_debate(form: DebateForm, owner=None) -> Debate:
                 or {"human": owner if persona.slug in data.get("human_seats", ()) else None}
             ),
         )
+    # The sides a vote is on, fixed now with the libraries the form read: every page view of the
+    # debate would otherwise read them again until one stored them (#30, #31).
+    audience.fix_sides(debate, getattr(form, "library", None))
     return debate
 
 
@@ -587,6 +630,7 @@ class FormatPart:
     after_search: list[OptionField]  # options drawn below the web research choice they need
     stray_errors: list[str]  # errors of fields this format does not show
     search_ready: bool = False  # a search provider is set up (the format may research)
+    sized: str = ""  # msgid: how the defaults are sized for the bundled model (the default model)
 
     @property
     def takes_positions(self) -> bool:
@@ -605,6 +649,8 @@ def _drawn(form: DebateForm, fmt: Format, name: str, protocol: dict) -> OptionFi
     range where its protocol names them (else the option's own bounds)."""
     opt = fmt.options()[name]
     default, low, high = fmt.option_bounds(opt, protocol)
+    if fmt.local is not None and name in fmt.local.options and is_bundled(None):
+        default = fmt.local.options[name]  # the default model is the bundled one: its sizing
     widget = form.fields[name].widget
     if opt.kind in ("int", "float"):
         if default is not None:
@@ -625,7 +671,7 @@ def format_part(form: DebateForm) -> FormatPart:
         cards = [
             Card(
                 p.slug,
-                strip_invisible(p.name),
+                p.called(),  # in the reader's language
                 describe(p),
                 chosen=p.slug in chosen,
                 side="" if fresh else str(form.data.get(position_field(p.slug), "")),
@@ -663,4 +709,5 @@ def format_part(form: DebateForm) -> FormatPart:
         after_search=drawn["search"],
         stray_errors=stray,
         search_ready=fmt.researches and len(search_choices()) > 1,
+        sized=fmt.local.summary if fmt.local is not None and is_bundled(None) else "",
     )

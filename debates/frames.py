@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from debates import table_change
+from debates import table_change, time_left
+from debates.engine.reading import fold_rewrites, replaced_key
 from debates.models import Debate, Turn
 
 PARTS = "debates/_live.html"
@@ -84,23 +85,31 @@ def entries_of(debate: Debate, turns: list[Turn]) -> list:
 
 def sections_of(entries: list) -> list[dict]:
     """The transcript as phase sections, each with its turns (turns before any phase: a section
-    without a heading). A parallel phase's turns are drawn side by side."""
+    without a heading). A parallel phase's turns are drawn side by side. An attempt a format had
+    written again is no turn of its own: it is folded under the turn that replaced it
+    (`turn.discarded`)."""
+    shown = {id(t): earlier for t, earlier in fold_rewrites(_turns(entries), key=lambda t: t.key)}
     sections = [{"phase": None, "turns": []}]
     for entry in entries:
         if isinstance(entry, dict):
             sections.append({"phase": entry, "turns": []})
-        else:
+        elif id(entry) in shown:
+            entry.discarded = shown[id(entry)]
             sections[-1]["turns"].append(entry)
     return [s for s in sections if s["phase"] or s["turns"]]
+
+
+def _turns(entries: list) -> list:
+    return [e for e in entries if not isinstance(e, dict)]
 
 
 def stage_of(debate: Debate, turns=None) -> dict:
     """What the sticky stage shows: the phase and round now, who is speaking, the budget."""
     unfinished = (Turn.State.RUNNING, Turn.State.FAILED, Turn.State.INTERRUPTED)
     if turns is None:
-        turns = list(debate.turns.filter(state__in=unfinished).only("speaker_name", "state"))
+        turns = list(debate.turns.filter(state__in=unfinished).only("speaker_name", "speaker_name_en", "state"))
     phase = debate.phases[-1] if debate.phases else None
-    speaking = [t.speaker_name for t in turns if t.state == Turn.State.RUNNING]
+    speaking = [t.speaker_in() for t in turns if t.state == Turn.State.RUNNING]  # in the frame's language
     used = debate.total_tokens
     title = (phase or {}).get("title")
     plain_round = isinstance(title, dict) and title.get("msgid") == "Round %(n)d"  # the counter says it
@@ -113,7 +122,21 @@ def stage_of(debate: Debate, turns=None) -> dict:
         "failed_turn": any(t.state in unfinished[1:] for t in turns),
         "percent": min(100, round(100 * used / debate.token_cap)) if debate.token_cap else None,
         "table": table_change.table_at_checkpoint(debate) if debate.status == "waiting" else None,
+        "left": left_of(debate),
     }
+
+
+def left_of(debate: Debate) -> dict | None:
+    """The time left while it runs: {"seconds", "minutes"} once the debate has a token rate,
+    {} before (estimating); None when it is not running."""
+    if debate.status != "running":
+        return None
+    if not hasattr(debate, "estimate_drawn"):  # once for the stage of every language
+        debate.estimate_drawn = time_left.estimate(debate)
+    estimate = debate.estimate_drawn
+    if estimate is None or estimate.seconds is None:
+        return {}
+    return {"seconds": estimate.seconds, "minutes": int(estimate.seconds / 60 + 0.5)}
 
 
 def snapshot(debate_id: int) -> Snapshot:
@@ -153,7 +176,13 @@ def turn(turn_obj: Turn, *, new: bool, section: int | None = None) -> str:
     """A turn's article: appended to its phase's section when new (`section`: that phase's
     position), else replacing itself."""
     where = f"beforeend:#phase-{section}-turns" if section else "beforeend:#transcript"
-    return part("turn", turn=turn_obj, oob=where if new else "outerHTML")
+    replaced = replaced_key(turn_obj.key)
+    earlier = list(Turn.objects.filter(debate_id=turn_obj.debate_id, key=replaced)) if replaced else []
+    turn_obj.discarded = earlier
+    drawn = part("turn", turn=turn_obj, oob=where if new else "outerHTML")
+    if new:  # the attempt it replaces leaves the transcript: it is shown folded under this one
+        drawn += "".join(f'<div id="turn-{e.pk}" hx-swap-oob="delete"></div>' for e in earlier)
+    return drawn
 
 
 def phase(entry: dict) -> str:

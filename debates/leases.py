@@ -79,3 +79,14 @@ def reclaim_stale(enqueue) -> list[int]:
             enqueue(pk)
             reclaimed.append(pk)
     return reclaimed
+
+
+def unheld() -> tuple[list[int], list[int]]:
+    """Active debates nobody is driving, for processes that run debates side by side
+    (`AGORA_PROCESSES` > 1): (those whose runner went silent, those no runner has claimed yet).
+    An unclaimed one may be a sibling's that is about to be claimed: the caller waits a lease's
+    length before it takes one of those."""
+    active = Debate.objects.filter(status__in=ACTIVE_STATUSES)
+    silent = list(active.filter(heartbeat_at__lt=_cutoff()).values_list("pk", flat=True))
+    unclaimed = list(active.filter(heartbeat_at__isnull=True).values_list("pk", flat=True))
+    return silent, unclaimed

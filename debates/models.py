@@ -11,16 +11,18 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from personas.models import Persona, format_choices
+from agora.text import strip_invisible
+from personas.models import Persona, format_choices, name_in
 
 REASONING_EFFORTS = [("low", _("low")), ("medium", _("medium")), ("high", _("high"))]
 
 
 class Provider(models.Model):
-    """An OpenAI-compatible server. The API key itself never touches the database: only the *name*
-    of the environment variable that holds it."""
+    """An OpenAI-compatible server. Its key is either the *name* of the environment variable that
+    holds it, or one entered on the "Connect a model" page, stored encrypted (never in clear)."""
 
     name = models.SlugField(_("name"), unique=True)
     base_url = models.URLField(_("base URL"), help_text=_("e.g. https://api.deepseek.com/v1"))
@@ -33,7 +35,11 @@ class Provider(models.Model):
             "Only names the server allows (AGORA_PROVIDER_KEY_VARS); never one of its own secrets."
         ),
     )
-    default_model = models.CharField(_("default model"), max_length=120)
+    # A key entered on the "Connect a model" page, sealed with the host it may go to
+    # (debates/key_vault.py); never shown again. Empty: the key variable above (or none).
+    api_key_sealed = models.TextField(_("stored key (encrypted)"), blank=True, default="", editable=False)
+    # Blank until someone picks one (the models can be fetched first).
+    default_model = models.CharField(_("default model"), max_length=120, blank=True)
     concurrency = models.PositiveSmallIntegerField(_("concurrent calls"), default=4)
     timeout = models.PositiveIntegerField(_("timeout (s)"), default=120)
     # What the server said it offers, the last time someone fetched it (the start form offers these).
@@ -87,7 +93,13 @@ class Provider(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.name} ({self.default_model})"
+        return f"{self.name} ({self.default_model})" if self.default_model else self.name
+
+    def key_tail(self) -> str:
+        """What a page may show of a stored key: its last four characters ("" when none)."""
+        from debates import key_vault
+
+        return key_vault.tail(self.api_key_sealed)
 
     def clean(self):
         from debates import provider_keys
@@ -231,8 +243,11 @@ class Debate(models.Model):
     shared = models.BooleanField(_("shared by link"), default=False)
     share_token = models.CharField(max_length=64, unique=True, default=new_share_token, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # when the running span now (or last) began
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Seconds the debate ran in the spans that ended (a resume, the checkpoint): the page's timer
+    # shows these plus the span now running, from `started_at`.
+    running_seconds = models.FloatField(default=0.0)
 
     class Meta:
         verbose_name = _("debate")
@@ -269,6 +284,15 @@ class Debate(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def running_time(self) -> float:
+        """Seconds the debate has run, across resumes and checkpoints, the span now running
+        included."""
+        seconds = self.running_seconds or 0.0
+        if self.status == Status.RUNNING and self.started_at:
+            seconds += max(0.0, (timezone.now() - self.started_at).total_seconds())
+        return seconds
 
     @property
     def group_name(self) -> str:
@@ -361,6 +385,7 @@ class Turn(models.Model):
     phase = models.CharField(max_length=30)
     speaker_slug = models.CharField(max_length=80)
     speaker_name = models.CharField(max_length=120)
+    speaker_name_en = models.CharField(max_length=120, blank=True)  # empty: speaker_name in both languages
     model = models.CharField(max_length=200, blank=True)
     messages = models.JSONField(default=list, help_text="The exact messages sent.")
     text = models.TextField(blank=True)
@@ -378,6 +403,10 @@ class Turn(models.Model):
     usage_estimated = models.BooleanField(default=False)
     cost = models.FloatField(null=True, blank=True)  # USD of this attempt; None: the price is unknown
     latency = models.FloatField(null=True, blank=True)
+    # When the text arrived (the replay plays it back at this pace): [[ms since started_at, characters
+    # so far], …], one point per flush (debates.pace), at most PACE_POINTS. None: a turn
+    # written before it was kept (it replays at an even pace over started_at…finished_at).
+    pace = models.JSONField(null=True, blank=True, default=None)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -394,6 +423,15 @@ class Turn(models.Model):
 
     def __str__(self):
         return f"{self.key} ({self.state})"
+
+    def speaker_in(self, lang: str | None = None) -> str:
+        """The speaker's name for a reader of `lang` (default: the active language)."""
+        return strip_invisible(name_in(lang, self.speaker_name, self.speaker_name_en))
+
+    @property
+    def speaker_called(self) -> str:
+        """The speaker's name in the active language (templates, frames)."""
+        return self.speaker_in()
 
 
 class Report(models.Model):
@@ -444,6 +482,25 @@ class Comparison(models.Model):
         return f"comparison {self.pk} of {self.debate_id}"
 
 
+class Distillation(models.Model):
+    """L3 characters being distilled for someone's start form (`debates.characters`): one row
+    while the model calls run inside the Start request, removed when they end. It counts against
+    its owner's running limit like a comparison being written (`admission`), until it ends or its
+    deadline passes (a process that died mid-request leaves a row nobody removes)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="+")
+    people = models.PositiveSmallIntegerField(default=1)  # how many are being distilled (one call each)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("distillation")
+        verbose_name_plural = _("distillations")
+        indexes = [models.Index(fields=["owner", "created_at"])]
+
+    def __str__(self):
+        return f"distillation {self.pk} for {self.owner_id}"
+
+
 class ApiToken(models.Model):
     """A user's key to the JSON API (`Authorization: Bearer <token>`). Only the token's SHA-256 is
     kept, so a copy of the database opens nothing; the token itself is shown once, when made."""
@@ -457,6 +514,13 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+    # The site's language its owner used when making it (`issue`); empty: the site's default.
+    language = models.CharField(
+        _("language"),
+        max_length=10,
+        blank=True,
+        help_text=_("The API answers in this language when a request asks for none (Accept-Language)."),
+    )
 
     class Meta:
         verbose_name = _("API token")
@@ -465,3 +529,87 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.prefix}…)"
+
+
+# -- the live audience (#30): votes and questions from the floor (debates/audience.py) -------------
+
+
+class Audience(models.Model):
+    """A debate's audience settings and the version of its public state: every vote, question and
+    moderation bumps `version` in its transaction, and its frame carries it (a viewer keeps the
+    newest). Apart from the Debate row, which the running debate's sink alone writes."""
+
+    debate = models.OneToOneField(Debate, on_delete=models.CASCADE, primary_key=True, related_name="audience")
+    version = models.PositiveIntegerField(default=0)
+    voting_closed = models.BooleanField(_("voting closed"), default=False)
+    # The moderated format's chair may take the top question between rounds on its own.
+    chair_takes = models.BooleanField(_("the chair takes questions"), default=False)
+    # The sides of a debate whose speakers are picked when it runs (the duel's pair), kept once
+    # known: [{"key", "name", "name_en"}].
+    sides = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        verbose_name = _("audience")
+        verbose_name_plural = _("audiences")
+
+    def __str__(self):
+        return f"audience of {self.debate_id}"
+
+
+class Vote(models.Model):
+    """One viewer's vote in one phase ("before": until the first round ends; "after": once the
+    report is in). The viewer is "user:<pk>" or "anon:<id>" (a signed cookie's id); a second vote
+    in the same phase replaces the first."""
+
+    class Phase(models.TextChoices):
+        BEFORE = "before", _("before")
+        AFTER = "after", _("after")
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="votes")
+    phase = models.CharField(max_length=6, choices=Phase.choices)
+    choice = models.CharField(max_length=100)
+    voter = models.CharField(max_length=64)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("vote")
+        verbose_name_plural = _("votes")
+        constraints = [models.UniqueConstraint(fields=["debate", "phase", "voter"], name="one_vote_per_phase")]
+
+    def __str__(self):
+        return f"{self.voter} {self.phase} {self.choice}"
+
+
+class FloorQuestion(models.Model):
+    """A viewer's question from the floor: plain text, escaped wherever it is shown. Taken into a
+    round (by the owner, or by the moderated chair when allowed) it is material every speaker reads
+    from the next phase on."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="floor_questions")
+    voter = models.CharField(max_length=64)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    text = models.CharField(max_length=300)
+    at = models.DateTimeField(auto_now_add=True)
+    hidden = models.BooleanField(default=False)
+    taken_at = models.DateTimeField(null=True, blank=True)
+    taken_by = models.CharField(max_length=10, blank=True)  # owner | chair
+
+    class Meta:
+        verbose_name = _("question from the floor")
+        verbose_name_plural = _("questions from the floor")
+        ordering = ["at", "id"]
+
+    def __str__(self):
+        return self.text[:40]
+
+
+class FloorUpvote(models.Model):
+    question = models.ForeignKey(FloorQuestion, on_delete=models.CASCADE, related_name="upvotes")
+    voter = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["question", "voter"], name="one_upvote_per_viewer")]
+
+    def __str__(self):
+        return f"{self.voter} ▲ {self.question_id}"

@@ -220,7 +220,7 @@ def api_property(name: str, takers: dict[str, Option]) -> dict:
             schema["maxLength"] = opt.max_length
     words = [f"{opt.label}: {help_text(opt, str)}" if opt.help else f"{opt.label}."]
     if kind == "modes":
-        modes = "; ".join(f"{fmt}: {', '.join(m.name for m in registry.get(fmt).modes)}" for fmt in takers)
+        modes = "; ".join(f"{fmt}: {', '.join(_mode_names(m) for m in registry.get(fmt).modes)}" for fmt in takers)
         words.append(f"Modes — {modes}; empty: the format's default.")
     if kind == "uploads":
         words.append("Documents already read into sections, as a debate's options keep them.")
@@ -269,6 +269,12 @@ def api_problems(values: dict[str, Any], fixed: set[str]) -> dict[str, str]:
 
 # -- the terminal ----------------------------------------------------------------------------------
 
+
+def _mode_names(mode, sep: str = " / ") -> str:
+    """A mode's name and the other names the doors accept for it ("quick / 快速")."""
+    return sep.join((mode.name, *mode.aliases))
+
+
 METAVARS = {"int": "N", "round_count": "N", "float": "X", "text": "TEXT", "long_text": "TEXT", "modes": "MODE"}
 
 
@@ -278,7 +284,7 @@ def _cli_help(opt: Option, takers: dict[str, Option]) -> str:
     if opt.kind == "choice":
         notes.append("|".join(opt.values()))
     if opt.kind == "modes":
-        notes += [f"{name}: {'|'.join(m.name for m in registry.get(name).modes)}" for name in takers]
+        notes += [f"{name}: {'|'.join(_mode_names(m, '|') for m in registry.get(name).modes)}" for name in takers]
     if opt.cli_file:
         notes.append("a file: its text")
     if opt.kind == "uploads":
@@ -367,9 +373,11 @@ def cli_values(parsed: dict[str, Any], unattended: bool = False) -> dict[str, An
         else:
             given[name] = raw
     values = {name: _from_terminal(described(name), raw) for name, raw in given.items()}
-    if unattended:
-        for name in takers:
-            opt = described(name)
-            if opt.unattended is not None and name not in values:
-                values[name] = opt.unattended
-    return values
+    return {**unattended_values(), **values} if unattended else values
+
+
+def unattended_values() -> dict[str, Any]:
+    """What every option that says what to do when nobody can answer is set to at a door where
+    nobody can (a terminal without input, a chat client, an agent): the roundtable runs through
+    its checkpoint rather than wait there for ever."""
+    return {name: described(name).unattended for name in union() if described(name).unattended is not None}

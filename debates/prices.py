@@ -9,12 +9,17 @@ then unknown, and said so). The bundled local model and a person cost nothing.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 
+from debates.engine import optional
+
 FREE = (0.0, 0.0)
+_log = logging.getLogger(__name__)
+_said: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -32,13 +37,16 @@ def from_table(model: str, base_url: str = "", when: datetime | None = None) -> 
     """The offline table's price for `model` (at `base_url`, which tells providers apart) for a call
     made `when` (default: now). Some providers price by the hour: DeepSeek charges half off-peak,
     16:30–00:30 UTC."""
-    from genai_prices import Usage, calc_price
-
     if not model:
         return None
     try:
-        found = calc_price(
-            Usage(input_tokens=1_000_000, output_tokens=1_000_000),
+        genai_prices = optional.load("genai_prices")
+    except optional.MissingPackage as missing:
+        _say_missing(missing)
+        return None
+    try:
+        found = genai_prices.calc_price(
+            genai_prices.Usage(input_tokens=1_000_000, output_tokens=1_000_000),
             model_ref=model,
             provider_api_url=base_url or None,
             genai_request_timestamp=when,
@@ -46,6 +54,14 @@ def from_table(model: str, base_url: str = "", when: datetime | None = None) -> 
     except LookupError:
         return None
     return Price(float(found.input_price), float(found.output_price), "genai-prices")
+
+
+def _say_missing(missing: optional.MissingPackage) -> None:
+    """Without genai-prices the money of a model without admin or environment prices is unknown
+    (and shown so): said once per process in the log, and by `manage.py check`."""
+    if missing.package not in _said:
+        _said.add(missing.package)
+        _log.warning("Model prices: %s", missing)
 
 
 def for_provider(provider, model: str, when: datetime | None = None) -> Price | None:

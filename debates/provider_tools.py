@@ -43,7 +43,7 @@ def fetch_models(provider: Provider, *, save: bool = True) -> Outcome:
         "count": len(models),
         "models": shown or "—",
     }
-    if models and provider.default_model not in models:
+    if models and provider.default_model and provider.default_model not in models:
         message += " " + _("Its default model “%(model)s” is not among them.") % {"model": provider.default_model}
     return Outcome(True, message, models)
 
@@ -55,8 +55,8 @@ def check_connection(provider: Provider) -> Outcome:
     if listed.ok:
         return listed
     client = clients.provider_client(provider, unapproved=True)
-    if not hasattr(client, "list_models"):
-        return listed
+    if not hasattr(client, "list_models") or not provider.default_model:
+        return listed  # no model to ask: the list's failure is the answer
     try:
         async_to_sync(_one_token)(client)
     except ProviderError as error:

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from agora.logs import debate_context
-from debates import clients, leases, search_clients
+from debates import audience, clients, leases, search_clients
 from debates.engine import events as ev
 from debates.engine.budget import Ledger
 from debates.engine.debate import run_debate
@@ -46,7 +46,9 @@ def _prepare(debate_id: int):
         search, problem = search_clients.client_for(debate), ""
     except search_clients.SearchMisconfigured as error:
         search, problem = None, str(error)
-    return debate_spec(debate), clients.clients_for(debate), earlier_attempts(debate), search, problem
+    spec = debate_spec(debate)
+    spec.floor = audience.FloorSource(debate_id)  # the audience's questions taken into it (#30)
+    return spec, clients.clients_for(debate), earlier_attempts(debate), search, problem
 
 
 STOPPED_BEFORE_START = object()
@@ -58,6 +60,16 @@ def _mark_stopped(debate_id: int, runner_id: str) -> None:
     Debate.objects.filter(pk=debate_id, runner_id=runner_id, status__in=ACTIVE_STATUSES).update(
         status=Status.STOPPED, status_detail="", finished_at=timezone.now()
     )
+
+
+def _stopped_while_claiming(debate_id: int, runner_id: str) -> None:
+    """Stop cancelled this run while its claim was on the database thread: the claim may have gone
+    through or not, and Stop left the marking to this run either way (it runs in this process).
+    Unless another runner holds it (that one's heartbeat sees the request), the debate is stopped
+    and its lease let go, rather than left queued with its slot taken."""
+    Debate.objects.filter(
+        pk=debate_id, stop_requested=True, status__in=ACTIVE_STATUSES, runner_id__in=(runner_id, "", leases.QUEUED)
+    ).update(status=Status.STOPPED, status_detail="", finished_at=timezone.now(), runner_id="", heartbeat_at=None)
 
 
 def earlier_attempts(debate: Debate) -> Ledger:
@@ -89,7 +101,12 @@ async def execute(
 
 
 async def _execute(debate_id: int, me: str, echo: ev.Sink | None, frame_interval: float | None, force: bool) -> str:
-    if not await database_sync_to_async(leases.claim)(debate_id, me, force=force):
+    try:
+        claimed = await database_sync_to_async(leases.claim)(debate_id, me, force=force)
+    except asyncio.CancelledError:  # Stop while claiming: whether or not the claim went through
+        await database_sync_to_async(_stopped_while_claiming)(debate_id, me)
+        raise
+    if not claimed:
         log.info("debate %s is held by another runner", debate_id)
         return "busy"
     extra = {"frame_interval": frame_interval} if frame_interval else {}

@@ -25,14 +25,15 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from debates import audience, frames
 from debates import fast_frames as fast
-from debates import frames
 from debates.engine import events as ev
 from debates.engine.i18n import Text, verbatim
 from debates.engine.report import warning_dict
 from debates.flusher import flusher_for, storable
 from debates.leases import LeaseLost
 from debates.models import FINAL_STATUSES, Debate, Report, Seat, Status, Turn
+from debates.pace import Pace
 from debates.providers.base import estimate_tokens, token_counts
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class DjangoSink:
         # the sink go quiet and stops the engine through `on_lease_lost`.
         self.runner_id = runner_id
         self.lost = False
+        self.audience_window: tuple | None = None  # the audience panel's window last announced (#30)
         self.on_lease_lost = None
         self.groups = frames.groups(debate_id)  # one per language: each viewer reads their own
         self.frame_interval = frame_interval
@@ -101,6 +103,7 @@ class DjangoSink:
         self.thinking_counts: dict[str, tuple[int, int]] = {}
         self.counts: dict[str, tuple[int, int]] = {}  # per running turn: what estimate_tokens counts
         self.turn_pks: dict[str, int] = {}
+        self.paces: dict[str, Pace] = {}  # per running turn: when its text arrived (the replay's)
         self.seq = 0
         self.position = 0
         self.section: int | None = None  # the position of the phase new turns belong to
@@ -110,6 +113,10 @@ class DjangoSink:
 
     async def open(self) -> None:
         self.seq, self.position, self.section, self.turn_pks, self.debate = await database_sync_to_async(self._load)()
+        try:  # as the pages drew it: announced again only when a phase moves it
+            self.audience_window = await database_sync_to_async(audience.window)(self.debate_id)
+        except Exception:  # the audience must never stop a debate
+            log.exception("debate %s: the audience could not be read", self.debate_id)
 
     def _load(self):
         debate = Debate.objects.get(pk=self.debate_id)
@@ -151,6 +158,13 @@ class DjangoSink:
                 return
             if rendered:
                 await self._send(rendered)
+        # The audience's windows move (#30) when a phase starts and when the run ends (the report's
+        # "after" vote among them): not at the report itself, whose status follows at once.
+        if isinstance(event, (ev.PhaseStarted, ev.Finished)):
+            try:
+                self.audience_window = await audience.announce_changed(self.debate_id, self.audience_window)
+            except Exception:  # the audience must never stop a debate
+                log.exception("debate %s: the audience could not be told", self.debate_id)
 
     async def flush(self) -> None:
         """Every pending delta on this loop written and sent (this debate's among them)."""
@@ -198,6 +212,8 @@ class DjangoSink:
 
     # -- database side (runs in a worker thread) ---------------------------------------------
     def _bump(self, *, reload: bool = True, **fields) -> Debate | None:
+        if "status" in fields:
+            fields = self._clock(fields)
         self.seq += 1
         debates = Debate.objects.filter(pk=self.debate_id)
         if self.runner_id:
@@ -208,6 +224,21 @@ class DjangoSink:
         if reload:
             self.debate = Debate.objects.get(pk=self.debate_id)
         return self.debate
+
+    def _clock(self, fields: dict) -> dict:
+        """The running time across resumes: a span starts when the debate starts running (from
+        `started_at`, `finished_at` cleared) and is added to `running_seconds` when it stops running
+        (the checkpoint, a person's turn, a stop, the end). A span a crash cut off is not counted."""
+        row = Debate.objects.filter(pk=self.debate_id).values("status", "started_at", "running_seconds").first()
+        if row is None:
+            return fields
+        now = fields.get("started_at") or timezone.now()
+        was, becomes = row["status"] == Status.RUNNING, fields["status"] == Status.RUNNING
+        if was and not becomes and row["started_at"]:
+            fields["running_seconds"] = row["running_seconds"] + max(0.0, (now - row["started_at"]).total_seconds())
+        if becomes:
+            fields["started_at"], fields["finished_at"] = now, None
+        return fields
 
     def _apply(self, handler, event) -> dict[str, str]:
         """Write the event's change (its handler returns how to draw it), then draw it once per
@@ -233,7 +264,10 @@ class DjangoSink:
     def _mark_running_turns(self, status) -> None:
         # A stop or failure leaves no turn "running": its partial text stays, marked as cut short.
         state = Turn.State.INTERRUPTED if status == Status.STOPPED else Turn.State.FAILED
-        Turn.objects.filter(debate_id=self.debate_id, state=Turn.State.RUNNING).update(state=state)
+        running = Turn.objects.filter(debate_id=self.debate_id, state=Turn.State.RUNNING)
+        for key, pace in self.paces.items():  # their pace so far, as a turn that ends keeps it
+            running.filter(pk=self.turn_pks[key]).update(pace=pace.points)
+        running.update(state=state)
 
     def _on_PhaseStarted(self, event: ev.PhaseStarted) -> str:  # noqa: N802
         debate = Debate.objects.get(pk=self.debate_id)
@@ -259,6 +293,7 @@ class DjangoSink:
             "phase": event.phase,
             "speaker_slug": event.speaker,
             "speaker_name": event.speaker_name,
+            "speaker_name_en": event.speaker_name_en,
             "model": event.model,
             "messages": event.messages,
             "text": "",
@@ -273,9 +308,11 @@ class DjangoSink:
             "completion_tokens": 0,
             "usage_estimated": False,
             "cost": 0.0,
+            "pace": [],  # the flusher adds a point per write (debates.pace)
         }
         existing = Turn.objects.filter(debate_id=self.debate_id, key=event.key).first()
         if existing:
+            fields["started_at"] = timezone.now()  # this attempt's start: its pace counts from it
             # Regenerating an interrupted or failed turn: its earlier attempt goes to history, kept
             # with its tokens, even one a crash cut off before any text (its prompt was sent).
             fields["history"] = [*existing.history, attempt_record(existing)]
@@ -285,6 +322,7 @@ class DjangoSink:
             self.position += 1
             turn = Turn.objects.create(debate_id=self.debate_id, key=event.key, position=self.position, **fields)
         self.turn_pks[event.key] = turn.pk
+        self.paces[event.key] = Pace(turn.started_at.timestamp())
         self.texts[event.key] = ""
         self.counts[event.key] = (0, 0)
         self.thoughts[event.key] = ""
@@ -308,15 +346,22 @@ class DjangoSink:
             latency=event.latency,
             cost=event.cost,
             finished_at=timezone.now(),
+            **self._pace_of(event.key),
         )
         self._forget(event.key)
         debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
         return lambda: frames.turn(turn, new=False) + frames.status(debate)
 
+    def _pace_of(self, key: str) -> dict:
+        """When the ended turn's text arrived (the flusher kept it in memory, a point per write):
+        written once, with the turn's end (a crash loses only an attempt that is run again)."""
+        pace = self.paces.get(key)
+        return {"pace": pace.points} if pace is not None else {}
+
     def _forget(self, key: str) -> None:
         """A turn that ended: nothing of it streams any more."""
-        for running in (self.texts, self.counts, self.thoughts, self.thinking_counts):
+        for running in (self.texts, self.counts, self.thoughts, self.thinking_counts, self.paces):
             running.pop(key, None)
 
     def _on_TurnFailed(self, event: ev.TurnFailed) -> str:  # noqa: N802
@@ -331,6 +376,7 @@ class DjangoSink:
             usage_estimated=True,
             cost=event.cost,
             finished_at=timezone.now(),
+            **self._pace_of(event.key),
         )
         self._forget(event.key)
         debate = self._bump(**self._totals())
@@ -404,6 +450,7 @@ class DjangoSink:
             "phase": event.phase,
             "speaker": event.speaker,
             "speaker_name": event.speaker_name,
+            "speaker_name_en": event.speaker_name_en,
             "parts": event.parts,
             "chars": event.chars,
             "prompt": event.prompt,

@@ -36,6 +36,8 @@ def persona_spec(p: Persona) -> PersonaSpec:
         tradition=p.tradition,
         keywords=tuple(p.keywords),
         description=p.description,
+        name_en=p.name_en,
+        description_en=p.description_en,
         text=p.persona_text(),
         veto_right=p.veto_right,
         schema_type=p.schema_type,
@@ -48,7 +50,8 @@ def library_spec(fmt: Format, seated: list[Persona] = ()) -> LibrarySpec:
     personas' library's, else the format's first library's."""
     libraries = Library.objects.filter(format=fmt.name)
     pool_rows = list(Persona.objects.filter(library__in=libraries).select_related("library"))
-    everyone = {p.pk: p for p in [*pool_rows, *seated]}
+    # By slug: a distilled character being confirmed is not saved yet (no pk).
+    everyone = {p.slug: p for p in [*pool_rows, *seated]}
     slugs = [p.slug for p in everyone.values()]
     critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).select_related(
         "source", "target"
@@ -65,7 +68,9 @@ def library_spec(fmt: Format, seated: list[Persona] = ()) -> LibrarySpec:
             for r in PairingRule.objects.filter(library__in=libraries).select_related("persona_a", "persona_b")
         ],
         domain_templates=[
-            DomainTemplateSpec(t.slug, t.name, tuple(t.keywords), tuple(t.roles.values_list("slug", flat=True)))
+            DomainTemplateSpec(
+                t.slug, t.name, tuple(t.keywords), tuple(t.roles.values_list("slug", flat=True)), t.name_en
+            )
             for t in DomainTemplate.objects.filter(library__in=libraries).prefetch_related("roles")
         ],
         protocol=dict(library.protocol) if library else {},

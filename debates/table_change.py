@@ -11,8 +11,8 @@ from django.utils.translation import gettext as _
 from agora.text import strip_invisible
 from debates.engine import registry
 from debates.models import Debate, Seat, Status
-from debates.specs import options_of
-from personas.models import Library, Persona
+from debates.specs import library_spec, options_of
+from personas.models import Library, Persona, name_in
 
 CHANGE_FIELDS = {"joined", "left"}
 
@@ -34,13 +34,26 @@ def table_at_checkpoint(debate: Debate) -> Table | None:
         return None
     fmt = registry.get(debate.format)
     options = options_of(debate)
-    speakers = dict(debate.turns.filter(key__startswith="r1:").values_list("speaker_slug", "speaker_name"))
+    spoken = debate.turns.filter(key__startswith="r1:").values_list("speaker_slug", "speaker_name", "speaker_name_en")
+    speakers = {slug: name_in(None, name, name_en) for slug, name, name_en in spoken}  # the reader's language
     seated = [(slug, strip_invisible(name)) for slug, name in speakers.items() if slug not in options.left]
     personas = _debaters(fmt.name)
-    bench = [(p.slug, strip_invisible(p.name)) for p in personas if p.slug not in speakers]
+    bench = [(p.slug, p.called()) for p in personas if p.slug not in speakers]
     original = debate.seats.exclude(persona__slug__in=options.joined).count()
     mode = fmt.effective_mode(debate.question, options, original)
     return Table(seated, bench, fmt.seat_bounds(mode.name if mode else ""))
+
+
+def _refused_table(debate: Debate, slugs: list[str]) -> str:
+    """What the format's own check says of the table the change would leave (the roundtable's
+    2–3 stances, 每场必选 2-3 个 L1, hold at the checkpoint as at the start), or ""."""
+    fmt = registry.get(debate.format)
+    seated = [seat.persona for seat in debate.seats.select_related("persona__library")]
+    library = library_spec(fmt, seated)
+    by_slug = {p.slug: p for p in library.pool}
+    table = [by_slug[slug] for slug in slugs if slug in by_slug]
+    problem = fmt.check(debate.question, table, options_of(debate), library).get("personas")
+    return problem.render(_) if problem else ""
 
 
 def _debaters(format_name: str):
@@ -72,6 +85,9 @@ def plan_change(debate: Debate, keep: list[str], add: list[str]):
         )
     if not joining and not leaving:
         return {}, None, ""
+    problem = _refused_table(debate, [*kept, *joining])
+    if problem:
+        return {}, None, problem
     options = options_of(debate)
     options.joined = [*options.joined, *joining]
     options.left = [*options.left, *leaving]

@@ -1,16 +1,19 @@
 from django.urls import path
 
-from debates import invitations, views
+from debates import audience_views, connect, invitations, replay, views
 
 app_name = "debates"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("connect/", connect.connect, name="connect"),
+    path("connect/<int:pk>/", connect.choose_model, name="connect_model"),
     path("debates/new/", views.new, name="new"),
     path("debates/new/part/", views.new_part, name="new_part"),
     path("debates/suggest/", views.suggest, name="suggest"),
     path("debates/<int:pk>/", views.live, name="live"),
     path("debates/<int:pk>/report/", views.report, name="report"),
+    path("debates/<int:pk>/replay/", replay.replay, name="replay"),
     path("debates/<int:pk>/export.md", views.export_md, name="export_md"),
     path("debates/<int:pk>/report.md", views.export_md, {"part": "report"}, name="export_report_md"),
     path("debates/<int:pk>/transcript.md", views.export_md, {"part": "transcript"}, name="export_transcript_md"),
@@ -20,6 +23,13 @@ urlpatterns = [
     path("debates/<int:pk>/checkpoint/", views.checkpoint, name="checkpoint"),
     path("debates/<int:pk>/share/", views.share, name="share"),
     path("debates/<int:pk>/speak/", views.speak, name="speak"),
+    path("debates/<int:pk>/audience/vote/", audience_views.vote, name="audience_vote"),
+    path("debates/<int:pk>/audience/ask/", audience_views.ask, name="audience_ask"),
+    path("debates/<int:pk>/audience/questions/<int:question_pk>/up/", audience_views.upvote, name="audience_upvote"),
+    path("debates/<int:pk>/audience/take/", audience_views.take, name="audience_take"),
+    path("debates/<int:pk>/audience/questions/<int:question_pk>/hide/", audience_views.hide, name="audience_hide"),
+    path("debates/<int:pk>/audience/remove/", audience_views.remove, name="audience_remove"),
+    path("debates/<int:pk>/audience/settings/", audience_views.settle, name="audience_settings"),
     path("debates/<int:pk>/regenerate/", views.regenerate, name="regenerate"),
     path("debates/<int:pk>/fork/", views.fork, name="fork"),
     path("debates/<int:pk>/swap/", views.swap, name="swap"),

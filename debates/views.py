@@ -23,7 +23,10 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from debates import (
     admission,
+    again,
+    audience,
     branches,
+    characters,
     charts,
     comparisons,
     control,
@@ -35,7 +38,9 @@ from debates import (
     table_change,
 )
 from debates.access import can_control, shows_internals, viewable_debate, visible_debates
+from debates.clients import is_bundled
 from debates.engine import registry
+from debates.engine.i18n import for_reader
 from debates.engine.report import RESEARCH_LINE
 from debates.forms import MAX_TOPIC, DebateForm, effort_hints, format_part, save_debate
 from debates.models import (
@@ -49,7 +54,7 @@ from debates.models import (
 )
 from debates.running_limit import RunningLimitReached
 from debates.specs import library_spec
-from personas.models import Library
+from personas.models import Library, is_english
 
 
 @require_GET
@@ -132,10 +137,15 @@ def _initial_format(request) -> str:
 
 @login_required
 def new(request):
-    notice = ""
+    notice, cast = "", None
     if request.method == "POST":
-        form = DebateForm(request.POST, request.FILES)
-        if form.is_valid() and form.fmt.confirms_choice and not form.cleaned_data["personas"]:
+        # Real people named (the question's 「和 XX、XX 讨论」, "Add a character"): L3 characters.
+        cast = characters.Cast.read(request.POST)
+        form = DebateForm(request.POST, request.FILES, characters=cast.seated())
+        cast.check(form)
+        if form.is_valid() and cast.new:  # looked up or distilled, then shown to confirm
+            form, notice, cast = cast.confirm(request, form, _confirm_choice)
+        elif form.is_valid() and form.fmt.confirms_choice and not form.cleaned_data["personas"]:
             form, notice = _confirm_choice(request, form)
         elif form.is_valid():
             try:
@@ -145,8 +155,16 @@ def new(request):
             else:
                 return redirect(debate)
     else:
-        form = DebateForm(initial={"topic": request.GET.get("topic", ""), "format": _initial_format(request)})
-    return render(request, "debates/new.html", {**_start_page(request, form), "notice": notice})
+        # "Start again with this question" (a refused debate's page): the form refilled from it.
+        form = again.refilled(request) or DebateForm(
+            initial={
+                "topic": request.GET.get("topic", ""),
+                "format": _initial_format(request),
+                # Back from "Connect a model": the provider just connected is chosen.
+                "provider": request.GET.get("provider") or None,
+            }
+        )
+    return render(request, "debates/new.html", {**_start_page(request, form), "notice": notice, "cast": cast})
 
 
 def _confirm_choice(request, form: DebateForm) -> tuple[DebateForm, str]:
@@ -159,7 +177,8 @@ def _confirm_choice(request, form: DebateForm) -> tuple[DebateForm, str]:
     if data.get("documents"):  # a file input cannot be filled again: the text read travels instead
         posted["documents_read"] = json.dumps(data["documents"], ensure_ascii=False)
     return DebateForm(posted), _(
-        "Agora chose these roles for your question (checked below). Keep them or change them, then start."
+        "Agora picked these roles for your question (checked below): confirm or change them, then click Start "
+        "again. Nothing has started yet."
     )
 
 
@@ -176,6 +195,9 @@ def new_part(request):
         "suggestion": _suggestion_html(request, registry.get(fmt_name), request.GET.get("topic", "")),
     }
     response = render(request, "debates/new.html#format_part", context)
+    # The help of the fields every format reads, as this format declares it (out of band).
+    help_html = render_to_string("debates/new.html#material_help", {"material": form.placed("material")}, request)
+    response.content += help_html.encode()
     response["HX-Replace-Url"] = f"{reverse('debates:new')}?{urlencode({'format': fmt_name})}"
     return response
 
@@ -186,6 +208,8 @@ def _suggestion_html(request, fmt, topic: str, mode: str = "") -> str:
     topic = topic[:MAX_TOPIC]
     chosen = fmt.mode(mode) if mode else None
     options = fmt.Options.from_dict({"mode": chosen.name} if chosen and "mode" in fmt.Options.names() else {})
+    if is_bundled(None):  # as the start form sizes it for the default model, the bundled one
+        options = fmt.sized(options, topic)
     library = library_spec(fmt)
     suggestion = fmt.suggest(topic, library, options)
     refusal = suggestion.refusal
@@ -193,7 +217,8 @@ def _suggestion_html(request, fmt, topic: str, mode: str = "") -> str:
         refusal = fmt.check(topic, [], options, library).get("personas")
     context = {
         "personas": [] if refusal else suggestion.personas,
-        "note": suggestion.note.render(_) if suggestion.note and not refusal else "",
+        # Names inside the note as this reader knows them, whatever the question's language.
+        "note": for_reader(suggestion.note, is_english()).render(_) if suggestion.note and not refusal else "",
         "refusal": refusal.render(_) if refusal else "",
     }
     # Stripped, so that an empty box is :empty and takes no room.
@@ -215,12 +240,14 @@ def live(request, pk):
     share = request.GET.get("share")
     debate = viewable_debate(request, pk, share)
     snap = frames.snapshot(debate.pk)
+    panel = audience.panel(request, snap.debate)  # votes and questions (#30)
     context = snap.context(
-        live=snap.debate.status not in FINAL_STATUSES,
+        live=snap.debate.status not in FINAL_STATUSES or panel["socket"],
         can_control=can_control(request.user, snap.debate),
         share=share if share == debate.share_token else "",
         show_internals=shows_internals(request.user),
         people=invitations.people(request.user, snap.debate),
+        audience=panel,
     )
     return render(request, "debates/live.html", context)
 
@@ -236,6 +263,8 @@ def report(request, pk):
         show_internals=shows_internals(request.user),
         positions_chart=charts.positions(data),
         ledger_chart=charts.ledger(data, snap.debate.token_cap),
+        votes=(votes := audience.results(snap.debate)["sides"]),  # the room's vote (#30)
+        votes_chart=charts.votes(votes),
         research=_research_line(data),
         branch=_branch_context(request, snap.debate),
     )
@@ -267,7 +296,7 @@ def swap_comparison(debate: Debate, other: Debate) -> list[dict]:
         said = {}
         for t in d.turns.filter(state=Turn.State.DONE).exclude(summary=""):
             if t.speaker_slug in sides:
-                said[t.speaker_slug] = (t.speaker_name, t.summary)
+                said[t.speaker_slug] = (t.speaker_in(), t.summary)
         return {slug: (*said.get(slug, ("", "")), side) for slug, side in sides.items()}
 
     mine, theirs = last(debate), last(other)

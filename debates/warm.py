@@ -28,6 +28,7 @@ def warm_up() -> None:
     from django.urls import get_resolver
 
     from debates import prices
+    from debates.engine import optional
     from debates.providers import openai_compat
 
     get_channel_layer()  # builds the configured backend: the Redis client and its serializer
@@ -37,6 +38,10 @@ def warm_up() -> None:
     with contextlib.suppress(ImportError):
         importlib.import_module("anyio._backends._asyncio")
     prices.from_table("gpt-4o-mini")  # the first lookup reads the table's data
+    # Research's page reader (0.2 s), imported where it is used so that without it only research
+    # suffers (debates.engine.optional); it says so there, and `manage.py check` names it.
+    with contextlib.suppress(ImportError):
+        optional.load("trafilatura")
     get_resolver().url_patterns  # noqa: B018 - every view module, which a first request would import
 
     gc.collect()  # the start-up's garbage is freed, not frozen

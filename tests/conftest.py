@@ -136,6 +136,14 @@ def fast_llm(fake_llm):
         yield fake_llm
 
 
+@pytest.fixture
+def remote_default(settings):
+    """The default model is a remote one (nothing listens: no call is made), so the formats keep
+    their own defaults; with OPENAI_BASE_URL empty the start form sizes them for the bundled model
+    (`Format.local`, tests/web/test_bundled_sizing.py)."""
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+
+
 # -- Chromium ---------------------------------------------------------------------------------------
 
 

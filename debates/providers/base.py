@@ -53,6 +53,13 @@ class ProviderUnavailable(ProviderError):
     """Misconfigured or down: retrying will not help until the user fixes something."""
 
 
+class ThinkingLooped(ProviderError):
+    """The model's thinking went round in a loop, so the call was stopped there (a small reasoning
+    model can think the same passage until its deadline and never answer). Raised by whoever
+    watches the thinking, from inside the client's `on_thinking` callback; retrying the same
+    request would most likely loop again."""
+
+
 class BadResponse(ProviderError):
     """The server answered, but not with something we can use (malformed chunk, empty reply)."""
 
@@ -169,6 +176,13 @@ class LLMClient:
         it streams, to `on_thinking` (called synchronously; providers that cannot think accept the
         keyword and never call it), and all of it to `completion.thinking`."""
         raise NotImplementedError
+
+    def completion_limit(self, messages: Sequence[Message], max_tokens: int, *, key: str | None = None) -> int | None:
+        """The most completion tokens a call with this allowance can be charged: the limit its
+        request carries (a reasoning model's `with_headroom`, for one). None: no model answers
+        (a person writes the turn), so the call costs no tokens. A token cap reserves this, with
+        the prompt, before the turn starts (`debates.engine.context.DebateContext.allowance`)."""
+        return max_tokens
 
     def describe(self) -> str:
         return f"{self.name}:{self.model}"

@@ -61,6 +61,12 @@ class HumanClient(LLMClient):
             return self.stand_in.price
         return self.price
 
+    def completion_limit(self, messages: Sequence[Message], max_tokens: int, *, key: str | None = None) -> int | None:
+        given = self._given(key)
+        if given.get("stand_in") == "llm" and self.stand_in is not None:
+            return self.stand_in.completion_limit(messages, max_tokens, key=key)
+        return None  # the person's words cost nothing
+
     def stream(self, messages: Sequence[Message], *, key: str | None = None, **kwargs) -> ChatStream:
         given = self._given(key)
         if given.get("stand_in") == "llm" and self.stand_in is not None:

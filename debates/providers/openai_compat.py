@@ -325,6 +325,17 @@ class OpenAICompatibleClient(LLMClient):
         completion = Completion()
         return ChatStream(deltas=self._with_retries(call, completion), completion=completion)
 
+    def completion_limit(self, messages: Sequence[Message], max_tokens: int, *, key: str | None = None) -> int:
+        """The limit a request for `max_tokens` of answer carries: a reasoning model's thinking
+        counts against the same limit, so it gets room (within the context window, when known)."""
+        if not self.reasons:
+            return max_tokens
+        limit = with_headroom(max_tokens)
+        if self.context_window:
+            room = self.context_window - estimate_messages_tokens(messages) - 16
+            limit = max(max_tokens, min(limit, room))
+        return limit
+
     def _body(self, call: _Call) -> dict[str, Any]:
         """The request's fields besides the model, the messages and `stream`, in the shape this
         model takes (see `debates.providers.reasoning`), with what the server refused before
@@ -335,12 +346,7 @@ class OpenAICompatibleClient(LLMClient):
         if self.streams_usage:
             body["stream_options"] = {"include_usage": True}
         if call.max_tokens is not None:
-            limit = call.max_tokens
-            if reasoning:  # the thinking counts against the same limit: give it room
-                limit = with_headroom(limit)
-                if self.context_window:
-                    room = self.context_window - estimate_messages_tokens(call.messages) - 16
-                    limit = max(call.max_tokens, min(limit, room))
+            limit = self.completion_limit(call.messages, call.max_tokens)
             body["max_completion_tokens" if openai_style else "max_tokens"] = limit
         if call.stop and not reasoning:  # a stop sequence could match inside the thinking
             body["stop"] = list(call.stop)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import httpx2
-import trafilatura
+
+from debates.engine.optional import MissingPackage, load
 
 from .addresses import parse_networks, vet
 from .errors import FetchFailed, FetchRefused
@@ -163,6 +164,8 @@ class PageFetcher:
             raise FetchFailed(
                 f"{final_url} was not read: it is {shown}, not a web page; only HTML and plain text are read"
             )
+        # Before the body is read: a page that cannot be read is not downloaded.
+        extractor = _extractor(final_url) if mime != "text/plain" else None
         too_large = FetchFailed(
             f"{final_url} was not read: it is larger than {self.max_bytes:,} bytes; try another result"
         )
@@ -187,7 +190,7 @@ class PageFetcher:
             title, text = _plain_title(document), document.strip()
         else:
             try:
-                title, text = await asyncio.to_thread(_extract_html, document)
+                title, text = await asyncio.to_thread(_extract_html, extractor, document)
             except Exception as exc:  # trafilatura/lxml choke on some malformed pages
                 raise FetchFailed(
                     f"{final_url} could not be read: its HTML is malformed ({type(exc).__name__})"
@@ -212,7 +215,17 @@ def _decode(body: bytes, charset: str | None, *, html_page: bool) -> str:
     return body.decode(charset or "utf-8", errors="replace")
 
 
-def _extract_html(document: str) -> tuple[str, str]:
+def _extractor(url: str):
+    """trafilatura, imported on the first HTML page (not at Django's setup: a server whose
+    trafilatura is missing or broken loses only this); FetchFailed naming the package if it
+    cannot be imported."""
+    try:
+        return load("trafilatura")
+    except MissingPackage as missing:
+        raise FetchFailed(f"{url} was not read: {missing}") from missing
+
+
+def _extract_html(trafilatura, document: str) -> tuple[str, str]:
     """(title, main text) of an HTML page; CPU-bound, so run in a thread."""
     text = trafilatura.extract(document, include_comments=False, include_tables=True, favor_recall=True) or ""
     metadata = trafilatura.extract_metadata(document)

@@ -127,6 +127,26 @@
     live.removeAttribute("ws-connect");
   });
 
+  // A table (or picture) wider than a phone scrolls sideways: a keyboard reaches it too (axe's
+  // scrollable-region-focusable); one that fits is left out of the tab order again.
+  function scrollersFocusable() {
+    document.querySelectorAll(".md table, table.ledger, table.history, .charts figure").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("data-scrolls", "");
+      } else if (!scrolls && box.hasAttribute("data-scrolls")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("data-scrolls");
+      }
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", scrollersFocusable);
+  else scrollersFocusable();
+  window.addEventListener("resize", scrollersFocusable);
+  document.addEventListener("htmx:afterSettle", scrollersFocusable);
+  // (A live page's frames check them in its frame pass below, when a frame brings new content.)
+
   // -- the live stage ------------------------------------------------------------------------
   var live = document.getElementById("live");
   if (!live) return;
@@ -141,21 +161,25 @@
     var badge = stage && stage.querySelector(".badge");
     if (!stage || !badge) return;
     var symbol = SYMBOLS[stage.getAttribute("data-status")] || "";
-    document.title = (symbol ? symbol + " " : "") + badge.textContent.trim() + " · " + live.getAttribute("data-title");
+    var title = (symbol ? symbol + " " : "") + badge.textContent.trim() + " · " + live.getAttribute("data-title");
+    if (document.title !== title) document.title = title;  // unchanged most frames: no DOM write, no IPC
   }
 
-  // Elapsed time since the debate started (until it finished), ticking each second.
+  // The debate's running time: the seconds the server counted when it drew the stage (every
+  // running span, across resumes and checkpoints), plus, while it runs, the time since this stage
+  // arrived (measured here, so the two clocks need not agree). Paused while it waits or stopped.
   function updateElapsed() {
     var stage = document.getElementById("debate-status");
     var out = stage && stage.querySelector("[data-elapsed]");
-    var started = stage && stage.getAttribute("data-started");
-    if (!out || !started) return;
-    var finished = stage.getAttribute("data-finished");
-    var end = finished ? Date.parse(finished) : Date.now();
-    var seconds = Math.max(0, Math.round((end - Date.parse(started)) / 1000));
+    if (!out || !stage.hasAttribute("data-running")) return;
+    if (!stage.agoraArrived) stage.agoraArrived = Date.now();  // a new stage (each frame replaces it)
+    var seconds = parseFloat(stage.getAttribute("data-running")) || 0;
+    if (stage.hasAttribute("data-ticking")) seconds += (Date.now() - stage.agoraArrived) / 1000;
+    seconds = Math.floor(seconds);
     var hours = Math.floor(seconds / 3600);
-    out.textContent = (hours ? hours + ":" + pad(Math.floor(seconds / 60) % 60) : Math.floor(seconds / 60)) +
+    var text = (hours ? hours + ":" + pad(Math.floor(seconds / 60) % 60) : Math.floor(seconds / 60)) +
       ":" + pad(seconds % 60);
+    if (out.textContent !== text) out.textContent = text;  // once a second, not once a frame
   }
 
   // Follow the speaking turn while the reader is at the bottom or watching it; once they scroll
@@ -188,10 +212,35 @@
     }
     return false;
   }
+  // Once there is a result (the report, above the transcript), a way up to it from anywhere below.
+  var toResult = document.getElementById("jump-to-result");
   function showJump() {
     if (jump) jump.hidden = atBottom() || liveInView() || !streaming();
+    var title = document.getElementById("report-title");
+    if (toResult) {
+      var below = title && title.getBoundingClientRect().bottom < 0;
+      toResult.hidden = !below || (jump && !jump.hidden);
+    }
   }
-  window.addEventListener("scroll", showJump, { passive: true });
+  if (toResult) {
+    toResult.addEventListener("click", function (event) {
+      var title = document.getElementById("report-title");
+      if (!title) return;
+      event.preventDefault();
+      title.scrollIntoView({ block: "start" });
+      title.focus({ preventScroll: true });
+      toResult.hidden = true;
+    });
+  }
+  // A scroll that is not the page's own following is the reader's: following or not is decided
+  // again from where they are now (the frame pass below follows only if they still are).
+  var ownScrollY = -1;
+  window.addEventListener("scroll", function () {
+    if (window.scrollY === ownScrollY) return;  // the frame pass's own scroll: it showed the buttons
+    ownScrollY = -1;
+    wasFollowing = atBottom() || liveInView();
+    showJump();
+  }, { passive: true });
   if (jump) {
     jump.addEventListener("click", function () {
       follow();
@@ -200,13 +249,90 @@
   }
   // Following: at the bottom, or with the speaking turn in view (where "Jump to live" leaves the
   // reader when the page's foot is taller than the bottom margin: it went on following then only
-  // until the next turn started below the screen).
-  document.addEventListener("htmx:wsBeforeMessage", function () { wasFollowing = atBottom() || liveInView(); });
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  // until the next turn started below the screen). Read before the first message since the last
+  // frame pass, while the layout is still the one drawn (later messages of the same frame would
+  // each force a layout for the same answer).
+  var framePending = false;
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    if (!framePending) wasFollowing = atBottom() || liveInView();
+  });
+  // A streaming speech begins with its form's label ("正文：", "Speech: "): it goes as soon as it
+  // has arrived whole (the finished turn is drawn without it too). Checked only until the text
+  // has outgrown the longest label, so a turn costs a handful of checks, not one per token.
+  var LABEL = /^\s*(正文|发言|speech|body)\s*[:：]\s*/i;
+  var LABEL_PREFIXES = ["正文：", "发言：", "speech:", "body:"];
+  function dropLabels() {
+    document.querySelectorAll(".text.live:not([data-unlabelled])").forEach(function (el) {
+      var text = el.textContent;
+      if (!text.trim()) return;
+      var found = LABEL.exec(text);
+      if (found) {
+        el.textContent = text.slice(found[0].length);
+        el.setAttribute("data-unlabelled", "");
+        return;
+      }
+      var start = text.replace(/^\s+/, "").toLowerCase();
+      var partial = LABEL_PREFIXES.some(function (label) { return label.indexOf(start) === 0; });
+      if (!partial) el.setAttribute("data-unlabelled", "");
+    });
+  }
+  // The token meter comes with every text frame (up to 25 a second per debate): it is drawn at most
+  // four times a second, always with the latest figures (a meter that arrives within 250 ms of the
+  // last one drawn waits, replacing any that waited before it). A new stage brings its own meter,
+  // so one still waiting then is dropped.
+  var METER_MS = 250, meterShown = 0, meterWaiting = null, meterTimer = 0;
+  function showMeter() {
+    meterTimer = 0;
+    var current = document.getElementById("debate-meter");
+    if (meterWaiting && current) current.replaceWith(meterWaiting);
+    meterWaiting = null;
+    meterShown = Date.now();
+  }
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || !live.contains(target)) return;
+    if (target.id === "debate-status") {
+      meterWaiting = null;
+      meterShown = Date.now();
+    } else if (target.id === "debate-meter") {
+      var wait = meterShown + METER_MS - Date.now();
+      if (wait <= 0 && !meterTimer) {
+        meterShown = Date.now();  // drawn now, by htmx
+        return;
+      }
+      event.detail.shouldSwap = false;
+      meterWaiting = event.detail.fragment;
+      if (!meterTimer) meterTimer = setTimeout(showMeter, Math.max(0, wait));
+    }
+  });
+
+  // After a message: the writes at once (the title too, which a background tab shows and where no
+  // animation frame runs), then every layout read and the follow-scroll in ONE animation frame
+  // however many messages arrive before it, so a frame lays the page out once (reading a position
+  // right after a swap forced a layout per message, and again for the next message's reads).
+  var newContent = false;
+  function framePass() {
+    framePending = false;
+    if (newContent) scrollersFocusable();
+    newContent = false;
+    if (wasFollowing && streaming()) {
+      follow();
+      ownScrollY = window.scrollY;
+    }
+    showJump();
+  }
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    dropLabels();
     updateTitle();
     updateElapsed();
-    if (wasFollowing && streaming()) follow();
-    showJump();
+    var message = (event.detail && event.detail.message) || "";
+    // A frame of text deltas and the meter adds no table: the sideways scrollers are checked only
+    // for frames that bring new turns, a report or anything else.
+    if (typeof message !== "string" || /<(article|section|table|figure)\b/.test(message)) newContent = true;
+    if (!framePending) {
+      framePending = true;
+      requestAnimationFrame(framePass);
+    }
   });
   // A person's deadline: minutes and seconds left, ticking (the server decides when it is over).
   function updateDeadline() {
@@ -225,6 +351,7 @@
   document.addEventListener("htmx:wsAfterMessage", showComposer);
 
   showComposer();
+  showJump();
   updateTitle();
   updateElapsed();
   updateDeadline();

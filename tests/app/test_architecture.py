@@ -189,7 +189,15 @@ def test_no_format_name_branches_outside_the_format_modules():
 
 # The front doors whose option fields, schema properties and flags are made from the formats'
 # own descriptions (`debates.options`); none of them may write an option down a second time.
-DOORS = ("debates/forms.py", "debates/api/schemas.py", "debates/management/commands/debate.py")
+DOORS = (
+    "debates/forms.py",
+    "debates/api/schemas.py",
+    "debates/management/commands/debate.py",
+    "debates/mcp/tools.py",
+    "debates/mcp/server.py",
+    "debates/as_model/request.py",
+    "debates/as_model/views.py",
+)
 
 
 def written_names(source: str) -> dict[str, int]:

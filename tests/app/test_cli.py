@@ -43,9 +43,19 @@ def test_cli_completes_a_duel_and_prints_the_report(cli_env):
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "【慧能大师】" in out and "【印光大师】" in out  # speaker labels, from the pairing rule
-    assert out.count("— 小结 summary:") == 5  # 2 rounds x 2 speakers + the close
+    assert out.count("— 小结:") == 5  # 2 rounds x 2 speakers + the close
     assert "# 祖师对辩\n" in out and "## 中立收束" in out  # the report, in the question's language
     assert "结果 outcome: done" in out
+
+
+def test_an_english_question_is_printed_in_english(cli_env):
+    question = "Is chanting the Buddha's name or Chan meditation the better practice for a busy modern person?"
+    result = run_cli(cli_env, question, "--format", "duel", "--rounds", "1", "--personas", "huineng,yinguang")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "【Huineng】" in out and "【Yinguang】" in out and "【慧能大师】" not in out
+    assert out.count("— Summary:") == 3 and "小结" not in out
+    assert "# Duel\n" in out
 
 
 def test_cli_completes_a_panel_with_evidence(cli_env, tmp_path):

@@ -54,6 +54,11 @@ def test_the_deadline_watch_ends_at_info_when_the_interpreter_shuts_down(templat
     assert not re.search(r"\bERROR\b|Traceback|deadline watch failed", out), out
 
 
+def _hears_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 class RunServer(AgoraServer):
     """`make run`: Django's runserver (daphne's), reloader included."""
 
@@ -61,9 +66,11 @@ class RunServer(AgoraServer):
         return [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}"]
 
     def start(self, timeout: float = 60):
-        # Its own process group, so a Ctrl-C reaches the reloader and the server it runs.
+        # Its own process group, so a Ctrl-C reaches the reloader and the server it runs; and
+        # Ctrl-C as a terminal delivers it: a test process may have SIGINT ignored or blocked
+        # (inherited across exec), and then the server never hears it (a pytest-xdist worker did).
         popen = subprocess.Popen
-        subprocess.Popen = lambda *a, **k: popen(*a, **k, start_new_session=True)
+        subprocess.Popen = lambda *a, **k: popen(*a, **k, start_new_session=True, preexec_fn=_hears_ctrl_c)
         try:
             return super().start(timeout)
         finally:
@@ -87,7 +94,13 @@ def test_a_real_server_stops_a_debate_and_shuts_down_without_an_error(tmp_path, 
             os.killpg(server.process.pid, how)
         else:
             server.process.send_signal(how)
-        server.process.wait(15)
+        # Daphne gives open connections up to 10 s to close; past 30 s it hangs. The log says where.
+        try:
+            server.process.wait(30)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            tail = server.log_path.read_text(errors="replace")[-4000:]
+            raise AssertionError(f"the server did not shut down within 30 s of {how.name}:\n{tail}") from None
     log = server.log_path.read_text(errors="replace")
     assert f"debate {pk} stopped" in log, log[-4000:]
     assert not re.search(r"\bERROR\b|Traceback|CancelledError|deadline watch failed", log), log[-4000:]

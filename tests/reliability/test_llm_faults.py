@@ -23,7 +23,8 @@ from debates import runner
 from debates.forms import create_debate
 from debates.models import Debate, Report, Turn
 from debates.rendering import redact_urls
-from testkit.fake_openai import FakeOpenAIServer, Fault, Reply
+from testkit.fake_openai import FakeOpenAIServer, Fault, Reply, default_reply
+from testkit.prose import prose
 from tests.reliability.conftest import (
     RETRIES,
     TIMEOUT,
@@ -165,6 +166,8 @@ async def test_malformed_chunk_is_retried(libraries, fast_llm):
 
 
 async def test_reply_longer_than_any_limit_is_bounded_by_max_tokens(libraries, fast_llm):
+    # Ordinary text that never loops, so max_tokens, not the repetition cut, is what bounds it.
+    fast_llm.script = lambda body: default_reply(body) + prose(6000)
     fast_llm.inject(Fault.long(tokens=5000), times=None)
     debate = await _create()
     assert await runner.execute(debate.pk) == "done"

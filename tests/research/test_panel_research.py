@@ -14,10 +14,10 @@ from debates.engine import evidence
 from debates.search.fetch import PageFetcher
 from debates.search.searxng import SearxngClient
 from testkit.documents import make_pdf
-from testkit.fake_llm import FakeLLM
+from testkit.fake_llm import Counted, FakeLLM
 from testkit.fake_search import FakeSearchServer
 from tests.engine.conftest import debate, panel_spec
-from tests.engine.test_panel import CONCEPTS, VERDICT, default_speech, slug_and_round
+from tests.engine.test_panel import CONCEPTS, ROOMY_BASELINE, VERDICT, default_speech, slug_and_round
 
 QUESTION = "我们是否应该在 2026 年买入英伟达股票？"
 ADMIT_INVESTMENT = "类型：投资决策型\n可证伪：是\n理由：可以用财报数据检验。\n话题标识：nvidia-stock-buy-decision"
@@ -67,7 +67,7 @@ def first_source_quote(prompt: str, source_id: str = "S1") -> str:
 def research_fake(**extra) -> FakeLLM:
     fake = FakeLLM()
     fake.reply("host:admission", ADMIT_INVESTMENT)
-    fake.reply("host:baseline", "基线")
+    fake.reply("host:baseline", Counted("基线", prompt_tokens=ROOMY_BASELINE))  # a cap with room for R2
     fake.reply("host:queries", "检索一：Nvidia fiscal 2025 revenue\n检索二：Nvidia valuation forward earnings")
     fake.reply("host:concepts", CONCEPTS)
     fake.reply("host:aggregate2", "- 盲区：执行成本。")

@@ -20,6 +20,7 @@ from debates import runner
 from debates.models import Debate, SearchProvider
 from testkit.documents import make_pdf
 from testkit.fake_search import FakeSearchServer
+from testkit.form_model import follow_form
 from tests.web.formpage import errors_in
 from tests.web.pagemodel import PageModel
 
@@ -68,7 +69,9 @@ def answer(body: dict) -> str | None:
         return f"立场：远程可行。\n核心论据：\n1. 据 {cited}。\n反驳：无\n沉默声明：无\n小结：数据支持。"
     if "你是「费曼」" in system and "逐条反驳" in user:
         return "立场：存疑。\n核心论据：\n1. 样本太小。\n反驳：[S9]“利润率翻倍”并无出处。\n沉默声明：无\n小结：存疑。"
-    return None
+    # The other roles answer their forms as a model would: a reply without the speech's five parts
+    # is sent back (taixu), and the extra calls would spend the hard cap before R2.
+    return follow_form(body)
 
 
 def upload(name: str, data: bytes, kind: str) -> SimpleUploadedFile:

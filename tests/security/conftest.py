@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -51,6 +53,7 @@ HTMX_VALUES = re.compile(r"^(data-)?hx-(vals|vars)$")
 PAGE_SWAPS = re.compile(
     r"^(true|outerHTML|innerHTML|beforeend:#transcript|beforeend:#phase-\d+-turns|beforeend:#turn-\d+-text)$"
 )
+TURN_ID = re.compile(r"^turn-\d+$")
 # Words of the hostile payloads that no template comment contains.
 COMMENT_NEEDLES = ("hidden", "alert", "script", "onerror", "onload", "javascript")
 
@@ -152,7 +155,9 @@ class InertChecker(HTMLParser):
                 self._flag(f"event handler {name}= on <{tag}>")
             if HTMX_VALUES.match(name) and _scheme(value).startswith(("js:", "javascript:")):
                 self._flag(f"script in {name}= on <{tag}>")
-            if name == "hx-swap-oob" and not PAGE_SWAPS.match(value):
+            # A rewritten turn's frame deletes the attempt it replaced: an empty <div id="turn-N">.
+            deletes_a_turn = value == "delete" and tag == "div" and TURN_ID.match(values.get("id", ""))
+            if name == "hx-swap-oob" and not PAGE_SWAPS.match(value) and not deletes_a_turn:
                 self._flag(f"hx-swap-oob={value[:40]!r} the page never sends")
             if name in URL_ATTRIBUTES and _scheme(value).startswith(BAD_SCHEMES):
                 self._flag(f"{name}={value[:40]!r} on <{tag}>")
@@ -327,10 +332,34 @@ async def run_debates(debate_ids: list[int], *, capture: bool = False, parallel:
     return captured
 
 
+# Under pytest-xdist (`make test` runs two workers) the channel tests run in a worker, and only the
+# controller prints: the worker leaves the outcomes in a file the controller reads back.
+_OUTCOMES_FILE = "AGORA_HOSTILE_OUTCOMES"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and _OUTCOMES_FILE not in os.environ:
+        os.environ[_OUTCOMES_FILE] = str(Path(tempfile.mkdtemp(prefix="agora-hostile-")) / "outcomes.json")
+
+
+def pytest_sessionfinish(session):
+    module = sys.modules.get("tests.security.test_hostile_input")
+    if hasattr(session.config, "workerinput") and module is not None and module.OUTCOMES:
+        messages = [[channel, case, text] for (channel, case), text in module.MESSAGES.items()]
+        Path(os.environ[_OUTCOMES_FILE]).write_text(json.dumps({"outcomes": module.OUTCOMES, "messages": messages}))
+
+
 def pytest_terminal_summary(terminalreporter):
     """The hostile corpus's outcome table, when its channel tests ran (each of those asserts its
     own cases; this only reports them)."""
     module = sys.modules.get("tests.security.test_hostile_input")
+    written = Path(os.environ.get(_OUTCOMES_FILE, "/nonexistent"))
+    if (module is None or not module.OUTCOMES) and written.is_file():
+        from tests.security import test_hostile_input as module
+
+        saved = json.loads(written.read_text())
+        module.OUTCOMES.update(saved["outcomes"])
+        module.MESSAGES.update({(channel, case): text for channel, case, text in saved["messages"]})
     if module is not None and module.OUTCOMES:
         terminalreporter.write_sep("-", "hostile input")
         for line in module.outcome_table():

@@ -31,9 +31,10 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone, translation
 
-from debates import admission, comparisons, control, runner
+from debates import admission, characters, comparisons, control, runner
 from debates.api import tokens
-from debates.models import Comparison, Debate, Report, Seat, Turn
+from debates.mcp import tools as mcp_tools
+from debates.models import Comparison, Debate, Distillation, Report, Seat, Turn
 from personas.models import Persona
 from testkit.http import Browser
 from testkit.servers import ROOT, USERS, AgoraServer
@@ -105,6 +106,29 @@ def _api_start(w: Walk):
     return response.json()["detail"]
 
 
+def _openai_chat(w: Walk):
+    _row, token = tokens.issue(w.alice, "walk")
+    body = {"model": "agora-duel", "messages": [{"role": "user", "content": "念佛与参禅，哪条路更适合现代人修行？"}]}
+    response = Client(HTTP_ACCEPT_LANGUAGE="en").post(
+        "/openai/v1/chat/completions",
+        json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert response.status_code == 429, response.content
+    error = response.json()["error"]  # as OpenAI's API says it
+    assert error["code"] == "rate_limit_exceeded", error
+    return error["message"]
+
+
+def _mcp_start(w: Walk):
+    _row, token = tokens.issue(w.alice, "walk", language="en")
+    body = {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"}
+    with pytest.raises(mcp_tools.Failure) as refused:  # said to the agent as a tool error
+        mcp_tools.start_debate(mcp_tools.caller_for(token), body)
+    return str(refused.value)
+
+
 def _resume(w: Walk):
     return w.shown(w.client.post(f"/debates/{make(w.alice).pk}/resume/", follow=True))
 
@@ -168,6 +192,12 @@ def _compare(w: Walk):
     return w.shown(w.client.post(f"/debates/{debate.pk}/compare/", {"vote": "1"}, follow=True))
 
 
+def _distill(w: Walk):
+    """A real person named on the start form: distilling them calls the debate's model."""
+    fields = {"topic": "Should we build AI customer service?", "format": "roundtable", "add_characters": "Ada Lovelace"}
+    return w.shown(w.client.post("/debates/new/", fields))
+
+
 def _cli_debate(w: Walk):
     with translation.override("en"), pytest.raises(CommandError) as refused:
         call_command("debate", "念佛与参禅，哪条路更适合现代人修行？", "--owner", "alice", "--search", "none")
@@ -189,6 +219,7 @@ DRIVERS = {
     "api.start": _api_start,
     "resume": _resume,
     "api.resume": _api_resume,
+    "openai.chat": _openai_chat,
     "retry": _retry,
     "checkpoint": _checkpoint,
     "speak": _speak,
@@ -197,8 +228,10 @@ DRIVERS = {
     "fork": _fork,
     "swap": _swap,
     "compare": _compare,
+    "distill": _distill,
     "cli.debate": _cli_debate,
     "cli.evaluate": _cli_evaluate,
+    "mcp.start": _mcp_start,
 }
 
 
@@ -259,6 +292,7 @@ REACHES_A_PROVIDER = {
     "debates/control.py:start": "admission (running_limit.admit) in the same transaction, then dispatch",
     "debates/control.py:start_new": "admission (running_limit.admit) in the same transaction, then dispatch",
     "debates/control.py:resume_interrupted": "a restart: debates admitted before (a stopped one is not run)",
+    "debates/control.py:watch_orphans": "several processes: debates admitted before, whose runner died",
     "debates/tasks.py:run_debate_task": "runs what dispatch or the watchdog queued",
     "debates/tasks.py:requeue": "the watchdog: a debate admitted before, whose runner died",
     "debates/runner.py:_prepare": "the runner of an admitted debate (a stopped one is not run)",
@@ -267,6 +301,7 @@ REACHES_A_PROVIDER = {
     "debates/comparisons.py:_load": "compare: comparisons.start admits before anything runs",
     "debates/comparisons.py:_answer": "compare: admitted in comparisons.start",
     "debates/comparisons.py:render": "compare: admitted in comparisons.start",
+    "debates/characters.py:_ask": "distill: Cast.confirm admits, then counts the distillation while it runs",
     "debates/baselines.py:ask": "compare or cli.evaluate",
     "debates/baselines.py:single_arm": "compare or cli.evaluate",
     "debates/baselines.py:vote_arm": "compare or cli.evaluate",
@@ -428,6 +463,43 @@ def test_a_comparison_in_flight_counts_as_running(libraries, alice, no_runs, set
     assert response.status_code == 302 and len(no_runs) == 1
 
 
+def test_a_distillation_counts_as_running_while_its_calls_run(
+    libraries, alice, fast_llm, no_runs, settings, monkeypatch
+):
+    """Distilling the people named on the start form runs inside the Start request: while it does,
+    another Start of hers at the limit is refused; when it ends (or its deadline passed) the slot
+    is free again."""
+    settings.AGORA_MAX_RUNNING_PER_USER = 1
+    duel = {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"}
+    meanwhile = []
+    distil_one = characters.distil_one
+
+    def distilling(*args, **kwargs):
+        # What a second request of hers meets while this one distils (made from the request's
+        # own thread and database connection: what it wrote before the call is there).
+        meanwhile.append(web(alice).post("/debates/new/", duel).content.decode())
+        return distil_one(*args, **kwargs)
+
+    monkeypatch.setattr(characters, "distil_one", distilling)
+    fields = {"topic": "Should we build AI customer service?", "format": "roundtable", "add_characters": "Ada Lovelace"}
+    page = web(alice).post("/debates/new/", fields).content.decode()
+    assert len(fast_llm.chat_requests) == 1 and "Ada Lovelace" in page
+    message = (
+        "You already have 1 debate, comparison or character distillation running (the limit is 1). "
+        "Wait for it to finish."
+    )
+    assert len(meanwhile) == 1 and message in meanwhile[0]
+    assert not Distillation.objects.exists() and no_runs == []
+    assert web(alice).post("/debates/new/", duel).status_code == 302 and len(no_runs) == 1
+    # One whose request died long ago (past its deadline) holds no slot.
+    Debate.objects.update(status="done")
+    Distillation.objects.create(owner=alice)
+    assert web(alice).post("/debates/new/", duel).status_code == 200
+    long_ago = timezone.now() - timedelta(seconds=admission.distillation_deadline() + 1)
+    Distillation.objects.update(created_at=long_ago)
+    assert web(alice).post("/debates/new/", duel).status_code == 302 and len(no_runs) == 2
+
+
 def test_one_comparison_of_a_debate_at_a_time(libraries, alice, fast_llm, settings):
     settings.AGORA_MAX_RUNNING_PER_USER = 5
     debate = finished_duel(alice)
@@ -509,7 +581,14 @@ def test_a_regenerations_earlier_attempts_count_against_the_money_budget(db, ali
 def _statuses(server: AgoraServer, ids: list[int]) -> dict[int, str]:
     browser = Browser(server.url)
     browser.log_in("alice", USERS["alice"])
-    return {pk: browser.json(f"/debates/{pk}/export.json")["status"] for pk in ids}
+    exported = {pk: browser.json(f"/debates/{pk}/export.json") for pk in ids}
+    # a status other than "stopped" comes with its reason, so a failure here says what happened
+    return {pk: _shown(e) for pk, e in exported.items()}
+
+
+def _shown(exported: dict) -> str:
+    status = exported["status"]
+    return status if status == "stopped" else f"{status}: {exported['status_detail']}"
 
 
 def test_stop_right_after_start_stops_frees_the_slot_and_a_restart_does_not_revive(tmp_path, template_db, fake_llm):
@@ -530,8 +609,8 @@ def test_stop_right_after_start_stops_frees_the_slot_and_a_restart_does_not_revi
         del token
         time.sleep(1.5)  # any runner still on its way has claimed by now
         statuses = _statuses(server, ids)
-        assert set(statuses.values()) == {"stopped"}, statuses
         log = server.log_path.read_text(errors="replace")
+        assert set(statuses.values()) == {"stopped"}, (statuses, log[-3000:])
         assert "Traceback" not in log and " ERROR " not in log, log[-3000:]
         asked = len(fake_llm.chat_requests)
 
@@ -580,6 +659,47 @@ async def test_stop_logs_one_info_line_and_no_traceback(libraries, alice, fast_l
     assert not problems, [(r.name, r.levelname, r.getMessage()) for r in problems]
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert f"debate {debate.pk} stopped" in infos, infos
+
+
+def _request_stop(debate_id: int) -> None:
+    from django.db import connection
+
+    try:
+        Debate.objects.filter(pk=debate_id).update(stop_requested=True)
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_stop_that_lands_while_the_run_claims_stops_the_debate_and_frees_its_slot(
+    libraries, alice, fast_llm, monkeypatch
+):
+    """Stop cancels the run in this process and leaves the marking to it: a cancel that arrives
+    while the claim is on the database thread (whether the claim then goes through or not) still
+    ends with the debate stopped, its lease free and no request to the model, not queued forever."""
+    from debates import leases
+
+    debate = await sync_to_async(_slow_debate)(alice)
+    claiming, real = threading.Event(), leases.claim
+
+    def slow_claim(debate_id, runner_id, *, force=False):
+        claiming.set()
+        time.sleep(0.5)  # the Stop lands now
+        return real(debate_id, runner_id, force=force)
+
+    monkeypatch.setattr(leases, "claim", slow_claim)
+    run = asyncio.ensure_future(runner.execute(debate.pk))
+    await asyncio.to_thread(claiming.wait, 5)
+    # As control.stop does first, from a thread of its own (the database thread is in the claim).
+    await asyncio.to_thread(_request_stop, debate.pk)
+    assert not run.done()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await debate.arefresh_from_db()
+    assert (debate.status, debate.runner_id, debate.heartbeat_at) == ("stopped", "", None)
+    assert await sync_to_async(admission.running)(alice.pk) == (0, 0)
+    assert not fast_llm.chat_requests
 
 
 @pytest.mark.django_db(transaction=True)

@@ -29,8 +29,9 @@ from debates.engine.duel import DuelOptions
 from debates.models import Debate, Provider, Report, Seat, Turn
 from debates.providers.base import estimate_tokens
 from personas.models import Library, Persona
-from testkit.fake_openai import Fault
+from testkit.fake_openai import Fault, default_reply
 from testkit.http import Browser
+from testkit.prose import prose
 from testkit.servers import ROOT, USERS, AgoraServer, postgres_database, prepare_database
 from tests.engine.conftest import HUINENG, YINGUANG, duel_spec, harness  # noqa: F401 - a fixture
 from tests.security.conftest import FORBIDDEN_CHARS
@@ -361,6 +362,8 @@ def test_a_session_grant_dies_with_its_link(alice, bob, no_runs):
 
 
 async def test_a_reply_is_cut_at_a_ceiling_derived_from_max_tokens(harness):  # noqa: F811 - the imported fixture
+    # Ordinary text that never loops, so the ceiling, not the repetition cut, is what stops it.
+    harness.server.script = lambda body: default_reply(body) + prose(25000)
     harness.server.inject(Fault.flood(20000), times=None)
     spec = duel_spec(seats=(HUINENG, YINGUANG), options=DuelOptions(rounds=1, max_tokens={"speech": 60, "close": 80}))
     run = await harness.run(spec)
@@ -488,6 +491,7 @@ PRODUCTION_ENV = {
     "CSRF_TRUSTED_ORIGINS": "https://agora.example.org",
     "BEHIND_HTTPS_PROXY": "1",
     "SECURE_HSTS_PRELOAD": "1",
+    "AGORA_KEY_ENCRYPTION_KEY": "another-long-random-value-for-the-stored-provider-keys-0123456789",
 }
 
 

@@ -196,7 +196,8 @@ async def test_a_pending_invitation_is_shown_as_one_and_the_debate_is_not_the_in
 
     home = await home_of(guest)
     invitation = section(home, "invitations")
-    assert "alice invites you to speak as 印光大师 on:" in html.unescape(invitation) and QUESTION in invitation
+    # The persona named in the reader's language (English here).
+    assert "alice invites you to speak as Yinguang on:" in html.unescape(invitation) and QUESTION in invitation
     assert f'action="/seats/{seat.pk}/invitation/"' in invitation
     assert f'href="/debates/{debate.pk}/"' not in home  # not in his list
     assert (await sync_to_async(guest.get)(f"/debates/{debate.pk}/")).status_code == 404
@@ -238,7 +239,7 @@ async def test_declining_hands_the_waiting_turn_on_as_a_missed_one(libraries, fa
     await sync_to_async(guest.post)(f"/seats/{seat.pk}/invitation/", {"answer": "accept"})
     assert (await seat_of(debate)).invitation == "declined"
     owners_page = (await sync_to_async(owner.get)(f"/debates/{debate.pk}/")).content.decode()
-    assert "bob as 印光大师 — declined" in html.unescape(owners_page)
+    assert "bob as Yinguang — declined" in html.unescape(owners_page)
 
 
 async def test_leaving_takes_the_debate_out_of_the_list_and_later_turns_do_not_wait(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from testkit.servers import AgoraServer
-from tests.web.browser import export, log_in
+from tests.web.browser import export, finished, log_in
 
 pytestmark = [pytest.mark.browser]
 QUESTION = "念佛与参禅，哪条路更适合现代人修行？"
@@ -61,7 +61,7 @@ async def test_a_person_writes_two_turns_while_another_viewer_watches_them_arriv
     arrived = "() => (document.querySelector('article[data-key=\"duel:1:yinguang\"] .text') || {}).textContent"
     await root.wait_for_function(f"() => ({arrived})()?.includes('三根普被')", timeout=30000)
     await write_turn(alice, "净土法门，仗佛慈力，带业往生。", "信愿持名，稳当可靠。")
-    await root.wait_for_selector("#debate-report h2", timeout=60000)
+    await finished(root, timeout=60000)
 
     data = await export(alice, roomy, pk)
     assert data["status"] == "done"
@@ -81,7 +81,7 @@ async def test_the_deadline_lets_a_model_speak(chromium, tmp_path, template_db, 
         pk = await take_the_seat(alice, server, rounds="1")
         await alice.wait_for_selector("#composer", timeout=30000)
         assert await alice.locator("[data-deadline]").count() == 1
-        await alice.wait_for_selector("#debate-report h2", timeout=60000)  # nobody wrote: it went on
+        await finished(alice, timeout=60000)  # nobody wrote: it went on
         data = await export(alice, server, pk)
         turn = next(t for t in data["turns"] if t["key"] == "duel:1:yinguang")
         assert data["status"] == "done" and "stands in for alice" in turn["model"] and turn["text"]

@@ -60,9 +60,9 @@ async def test_the_person_writes_their_turn_once_and_the_debate_runs_on(librarie
     assert debate.status == Status.WAITING and debate.awaiting["key"] == "duel:1:yinguang"
     assert debate.awaiting["human"] == alice.pk and debate.awaiting["deadline_at"]
     page = (await sync_to_async(me.get)(f"/debates/{debate.pk}/")).content.decode()
-    assert 'id="composer"' in page and "Your turn, as 印光大师" in page
+    assert 'id="composer"' in page and "Your turn, as Yinguang" in page
     assert 'data-max="307"' in page  # the body's limit (300, and the 7 of the lead a model is given)
-    assert "Waiting for alice to speak as 印光大师" in page
+    assert "Waiting for alice to speak as Yinguang" in page
 
     # Too long: the composer comes back with the text kept and the error beside the part.
     too_long = "长" * 308
@@ -125,7 +125,7 @@ async def test_taking_a_seat_without_its_persona_is_said_beside_the_personas(lib
     response = await sync_to_async(me.post)(
         "/debates/new/", {"topic": QUESTION, "format": "duel", "personas": ["huineng", "yinguang"], "human-ouyi": "1"}
     )
-    assert "You chose to take 蕅益大师's seat: tick the persona too." in html.unescape(response.content.decode())
+    assert "You chose to take Ouyi Zhixu's seat: tick the persona too." in html.unescape(response.content.decode())
     assert not await Debate.objects.aexists()
 
 
@@ -143,7 +143,7 @@ async def test_an_invited_user_accepts_then_sees_the_debate_and_writes_their_sea
     assert accepted.status_code == 302 and accepted["Location"] == f"/debates/{debate.pk}/"
     page = (await sync_to_async(guest.get)(f"/debates/{debate.pk}/")).content.decode()
     assert f'data-user="{bob.pk}"' in page and f'data-seat="{bob.pk}"' in page  # the composer is his
-    assert "Waiting for bob to speak as 印光大师" in page
+    assert "Waiting for bob to speak as Yinguang" in page
     home = (await sync_to_async(guest.get)("/")).content.decode()
     assert f"/debates/{debate.pk}/" in home  # listed among his debates
     assert (await sync_to_async(owner.post)(f"/debates/{debate.pk}/speak/", parts())).status_code == 404

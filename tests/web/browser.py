@@ -25,6 +25,13 @@ async def shot(page, name: str) -> None:
         await page.screenshot(path=f"{SHOTS}/{name}.png", full_page=name.endswith("report"))
 
 
+async def finished(page, timeout: int = 60000) -> None:
+    """The report is on the page and the debate's status is done. The report's frame comes first
+    and the status after it: an export read between the two still says running."""
+    await page.wait_for_selector("#debate-report h2", timeout=timeout)
+    await page.wait_for_selector('#debate-status[data-status="done"]', timeout=timeout)
+
+
 async def export(page, agora, pk: int) -> dict:
     """The debate as JSON, fetched with the signed-in browser's cookies."""
     response = await page.context.request.get(f"{agora.url}/debates/{pk}/export.json")

@@ -12,6 +12,7 @@ import pytest
 from tests.web.browser import (
     assert_exactly_once,
     export,
+    finished,
     log_in,
     observe_stream,
     shot,
@@ -37,7 +38,7 @@ async def test_duel_streams_survives_reloads_and_ends_on_the_report(page, agora,
         await page.reload()
         await observe_stream(page, 0.6, observed)
     await shot(page, "live")
-    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    await finished(page, timeout=60000)
     await shot(page, "report")
     data = await export(page, agora, pk)
     assert data["status"] == "done"
@@ -79,19 +80,20 @@ async def test_roundtable_pauses_at_the_checkpoint_and_continues(page, agora, fa
     await page.wait_for_selector("#checkpoint-form", timeout=30000)
     await shot(page, "checkpoint")
     await page.fill("#checkpoint-addition", "补充：客服团队有 12 人，年预算 50 万。")
-    # The table changes too: the optimist leaves, a growth PM joins.
-    await page.uncheck('#checkpoint-table input[name="keep"][value="optimist"]')
+    # The table changes too: the AI product manager leaves, a growth PM joins (the two stances,
+    # the devil's advocate and the optimist, stay: a roundtable keeps 2–3).
+    await page.uncheck('#checkpoint-table input[name="keep"][value="ai-product-manager"]')
     await page.click("#checkpoint-table summary")
     await page.check('#checkpoint-table input[name="add"][value="growth-pm"]')
     await page.click("#checkpoint-form button[type=submit]")
-    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    await finished(page, timeout=60000)
     data = await export(page, agora, pk)
     assert data["status"] == "done"
     later = [t for t in data["turns"] if t["round"] >= 2]
     assert later and all("年预算 50 万" in json.dumps(t["messages"], ensure_ascii=False) for t in later)
     keys = {t["key"] for t in data["turns"]}
-    assert "r1:growth-pm" in keys and "r1:optimist" in keys  # who left keeps its statement
-    assert "r2:growth-pm" in keys and "r2:optimist" not in keys
+    assert "r1:growth-pm" in keys and "r1:ai-product-manager" in keys  # who left keeps its statement
+    assert "r2:growth-pm" in keys and "r2:ai-product-manager" not in keys
 
 
 async def test_a_roundtable_left_to_agora_shows_its_roles_before_it_runs(page, agora, fake_llm):
@@ -132,7 +134,7 @@ async def test_a_roundtable_left_to_agora_shows_its_roles_before_it_runs(page, a
 async def test_panel_and_moderated_run_to_their_reports(page, agora, fake_llm, fmt, topic, personas, mode):
     fake_llm.token_delay = 0.0
     pk = await start(page, agora, topic, fmt=fmt, personas=personas)
-    await page.wait_for_selector("#debate-report h2", timeout=60000)
+    await finished(page, timeout=60000)
     data = await export(page, agora, pk)
     assert data["status"] == "done" and data["report"]["verdict_markdown"]
 

@@ -36,7 +36,11 @@ async def test_a_failed_submit_opens_on_the_first_error_with_a_count(chromium, a
     await failed_submit(page, agora)
     summary = await page.inner_text("#form-errors")
     assert re.search(r"\b2\b", summary) and ("need attention" in summary or "需要" in summary), summary
-    focused = await page.evaluate("document.activeElement.closest('.field, fieldset')?.id")
+    for _ in range(50):  # focused by the page's script once the swapped-in form has settled
+        focused = await page.evaluate("document.activeElement.closest('.field, fieldset')?.id")
+        if focused:
+            break
+        await page.wait_for_timeout(100)
     assert focused == "field-personas", focused
     for _ in range(50):  # the scroll may be smooth, the page still loading
         top, bottom = await page.evaluate(

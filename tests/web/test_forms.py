@@ -114,7 +114,8 @@ def test_suggestion_follows_the_question(client):
     duel = client.get("/debates/suggest/", {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"})
     assert 'data-slug="huineng"' in duel.content.decode() and 'data-slug="yinguang"' in duel.content.decode()
     assert '<label for="persona-huineng">' in duel.content.decode(), "a suggested name seats its card"
-    assert "huineng-vs-yinguang" in duel.content.decode()
+    assert "慧能大师 vs 印光大师" in duel.content.decode(), "the pair is named by its people"
+    assert "huineng-vs-yinguang" not in duel.content.decode(), "no pair key is shown to people"
     table = client.get("/debates/suggest/", {"topic": "要不要给我们的 AI 产品加上 RAG 检索？", "format": "roundtable"})
     assert 'data-slug="devil-advocate"' in table.content.decode()
     moderated = client.get(

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from testkit.fake_openai import Reply
+from testkit.prose import prose
 from tests.web.browser import start
 from tests.web.test_stage import PHONE, audit, signed_in
 
@@ -28,7 +29,7 @@ async def test_no_critical_or_serious_problem_while_a_turn_streams(chromium, ago
     fake_llm.token_delay = 0.03
     if case == "thinking":
         fake_llm.script = lambda body: Reply(
-            thinking="先想一想。 " * 80, thinking_as="reasoning_content", token_delay=0.01
+            thinking="先想一想。" + prose(150), thinking_as="reasoning_content", token_delay=0.01
         )
     topic, personas = CASES[case]
     page = await signed_in(chromium, agora, locale, PHONE)

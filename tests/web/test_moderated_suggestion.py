@@ -47,6 +47,20 @@ def test_the_box_seats_two_and_says_why_and_the_submit_starts(client, no_runs, q
 def test_the_box_says_when_the_pair_was_filled(client):
     html = box(client, "Should our team go fully remote?", **EN)
     assert re.findall(r'data-slug="([^"]+)"', html) == ["confucius", "charlie-munger"]
-    assert "Only 孔子 matches this question&#x27;s keywords, so 查理·芒格 joins as a general voice." in html
+    assert "Only Confucius matches this question&#x27;s keywords, so Charlie Munger joins as a general voice." in html
     html = box(client, "我们这个12人的小公司应该招一个销售还是再招一个设计师？", **EN)
-    assert "keywords matched: 查理·芒格 — 销售; 史蒂夫·乔布斯 — 设计" in html
+    # The note names them as its reader knows them, as the cards below it do (the keywords are
+    # the question's own words).
+    assert "keywords matched: Charlie Munger — 销售; Steve Jobs — 设计" in html
+    chinese = box(client, "Should our team go fully remote?", **ZH)
+    assert "孔子" in chinese and "Confucius" not in chinese, chinese
+
+
+def test_the_duels_pair_is_named_as_its_reader_knows_it(client):
+    response = client.get(
+        "/debates/suggest/", {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"}, **EN
+    )
+    note = re.search(r'<span class="note">\((.+?)\)</span>', response.content.decode()).group(1)
+    assert re.match(r"[A-Z][\w -]+ vs [A-Z][\w -]+ · ", note) and not re.search(
+        "[\u4e00-\u9fff]", note.split(" · ")[0]
+    ), note

@@ -184,7 +184,7 @@ def test_the_old_terminal_flags_still_work(cli):
         handle.write("去年云成本上涨 30%。")
     flags = ["--budget", "light", "--context", "半小时", "--document", cli.notes, "--evidence", evidence]
     panel = registry.get("panel")
-    cli("panel", debaters(panel)[:3], *flags)
+    cli("panel", debaters(panel), *flags)
     options = stored()
     assert options["research_budget"] == "light" and options["user_context"] == "半小时"
     assert options["evidence"] == "去年云成本上涨 30%。" and options["documents"][0]["name"] == "notes.md"

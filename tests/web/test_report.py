@@ -10,11 +10,13 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 from django.utils import translation
+from django.utils.html import escape
 
 from debates import charts, runner
 from debates.api import tokens
 from debates.forms import create_debate
 from debates.models import Debate
+from debates.templatetags.agora import tr
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,7 +45,8 @@ async def test_every_section_is_there_even_when_empty_and_warnings_show_once(lib
     for heading in ("Consensus", "Disagreements", "Action guide", "Risks"):
         assert f">{heading}</h3>" in page, heading
     assert "No consensus was reached." in page
-    warnings = [w["text"] for w in debate.warnings]
+    with translation.override("en"):  # as the English page says them (names in English)
+        warnings = [str(escape(tr(w))) for w in debate.warnings]
     assert warnings, "the fake model's replies leave confidences unstated: warnings to show"
     for text in warnings:
         assert page.count(text.split(":")[0]) >= 1
@@ -65,11 +68,12 @@ async def test_pictures_and_the_markdown_transcript(libraries, fast_llm, alice):
     assert page.count('<svg class="chart"') == 2, "positions across rounds, and tokens per speaker"
     assert 'aria-label="Positions across rounds"' in page and 'aria-label="Tokens per speaker"' in page
 
+    # A file is in the debate's language (its question's, Chinese here) whoever downloads it.
     transcript, headers = await get(alice, f"/debates/{debate.pk}/transcript.md")
-    assert re.search(r"^### Duel round · R1 · .+$", transcript, re.M), "each speech under its round"
-    assert re.search(r"^### Duel round · R2 · .+$", transcript, re.M)
-    assert transcript.count("*Summary*: ") >= 4, "each speech with its summary"
-    assert "## Token ledger" in transcript
+    assert re.search(r"^### 对辩 · 第 1 轮 · .+$", transcript, re.M), "each speech under its round"
+    assert re.search(r"^### 对辩 · 第 2 轮 · .+$", transcript, re.M)
+    assert transcript.count("*小结*: ") >= 4, "each speech with its summary"
+    assert "## Token 账本" in transcript
     assert re.fullmatch(
         rf'attachment; filename="nian-fo-yu-can-chan-na-duel-transcript-\d{{4}}-\d{{2}}-\d{{2}}-{debate.pk}\.md"',
         headers["Content-Disposition"],

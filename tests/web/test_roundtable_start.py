@@ -14,7 +14,8 @@ from debates.models import Debate, Seat, Status, Turn
 from debates.specs import debate_spec
 from tests.web.formpage import errors_in
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs")]
+# The formats' own defaults: a remote default model (the bundled model's sizing: test_bundled_sizing.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs", "remote_default")]
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 QUESTION = "我们的客服产品要不要引入 RAG 知识库？"
 
@@ -52,7 +53,10 @@ def test_nobody_chosen_shows_the_picked_roles_to_confirm_and_creates_nothing(cli
 
     html = response.content.decode()
     assert response.status_code == 200 and not Debate.objects.exists() and no_runs == []
-    assert "Agora chose these roles for your question" in html.split('id="start-notice"')[1]
+    notice = html.split('id="start-notice"')[1].split("</div>")[0]
+    assert "<h2>Confirm the table</h2>" in notice  # the page says what this step is
+    assert "Agora picked these roles for your question" in notice and "Nothing has started yet" in notice
+    assert ">Start with these roles</button>" in html
     picked = re.findall(r'name="personas" value="([^"]+)" id="[^"]+" checked', html)
     assert len(picked) == 5 and "devil-advocate" in picked  # 2 L1 + 3 L2, as the seed's good table
     assert "rag-specialist" in picked  # the question is about RAG
@@ -60,6 +64,14 @@ def test_nobody_chosen_shows_the_picked_roles_to_confirm_and_creates_nothing(cli
     response = client.post("/debates/new/", {"topic": QUESTION, "format": "roundtable", "personas": picked})
     assert response.status_code == 302
     assert [s.persona.slug for s in Debate.objects.get().seats.order_by("order")] == picked
+
+
+def test_the_form_says_before_the_first_start_that_it_only_shows_the_roles(client):
+    html = client.get("/debates/new/", {"format": "roundtable"}, **EN).content.decode()
+    assert "Start first shows the roles Agora picks for you to confirm" in html
+    assert 'id="start-notice"' not in html and ">Start the debate</button>" in html
+    duel = client.get("/debates/new/", {"format": "duel"}, **EN).content.decode()
+    assert "Start first shows the roles" not in duel  # the duel starts at once
 
 
 def test_a_mode_word_in_the_question_picks_the_roles_for_that_mode(client):
@@ -110,12 +122,12 @@ def test_continuing_with_a_changed_table_seats_and_unseats(client, alice, no_run
     debate = waiting_table(alice)
     response = client.post(
         f"/debates/{debate.pk}/checkpoint/",
-        {"table": "1", "keep": ["devil-advocate", "rag-specialist", "llm-architect"], "add": ["growth-pm"]},
+        {"table": "1", "keep": ["devil-advocate", "optimist", "llm-architect"], "add": ["growth-pm"]},
     )
     assert response.status_code == 302
     debate.refresh_from_db()
     assert debate.status == Status.QUEUED and no_runs == [debate.pk]
-    assert debate.options == {"joined": ["growth-pm"], "left": ["optimist"]}
+    assert debate.options == {"joined": ["growth-pm"], "left": ["rag-specialist"]}
     assert "growth-pm" in [s.persona.slug for s in debate.seats.all()]
     assert debate.checkpoint_reply == ""
 
@@ -129,6 +141,27 @@ def test_a_table_out_of_the_modes_bounds_is_refused_and_nothing_changes(client, 
     debate.refresh_from_db()
     assert debate.status == Status.WAITING and debate.options == {} and no_runs == []
     assert debate.seats.count() == 4
+
+
+def test_a_table_without_two_stances_is_refused_at_the_checkpoint(client, alice, no_runs):
+    """The seed's 每场必选 2-3 个 L1 holds when the table changes: dropping the optimist (an L1
+    stance) for an expert leaves one stance, which the start form would refuse too."""
+    debate = waiting_table(alice)
+    response = client.post(
+        f"/debates/{debate.pk}/checkpoint/",
+        {"table": "1", "keep": ["devil-advocate", "rag-specialist", "llm-architect"], "add": ["growth-pm"]},
+        follow=True,
+        **EN,
+    )
+    assert "A roundtable seats 2–3 stances" in response.content.decode()
+    debate.refresh_from_db()
+    assert debate.status == Status.WAITING and debate.options == {} and no_runs == []
+    # Swapping one stance for another keeps two: accepted.
+    response = client.post(
+        f"/debates/{debate.pk}/checkpoint/",
+        {"table": "1", "keep": ["devil-advocate", "rag-specialist", "llm-architect"], "add": ["data-evidence"]},
+    )
+    assert response.status_code == 302 and no_runs == [debate.pk]
 
 
 # -- moderated: the debate's own limits within the library's bounds (issue 19: 16) ---------------------------

@@ -12,9 +12,10 @@ import os
 import pytest
 
 from testkit.fake_openai import default_reply
+from testkit.prose import prose
 from testkit.servers import REDIS, AgoraServer, AgoraWorker, postgres_database, prepare_database, redis_ok
 from tests.conftest import require_or_skip
-from tests.web.browser import assert_exactly_once, export, log_in, observe_stream, start
+from tests.web.browser import assert_exactly_once, export, finished, log_in, observe_stream, start
 
 
 @pytest.fixture
@@ -63,7 +64,8 @@ async def test_two_webs_two_workers_survive_a_worker_killed_mid_turn(cluster, br
     # Turns of about 150 tokens at 20 ms (3 s each): long enough that the kill lands inside one.
     # The same messages get the same text, so the resumed turn's text is known in advance.
     fake_llm.token_delay = 0.02
-    fake_llm.script = lambda body: " ".join([default_reply(body)] * 5)
+    # Ordinary text after the reply: a reply repeated would be a loop, cut while it streams.
+    fake_llm.script = lambda body: default_reply(body) + prose(120)
     page = browser_page
     await log_in(page, web_a)
     pk = await start(page, web_a, "念佛与参禅，哪条路更适合现代人修行？", rounds="2")
@@ -91,7 +93,7 @@ async def test_two_webs_two_workers_survive_a_worker_killed_mid_turn(cluster, br
     assert interrupted, "the worker was killed mid-turn"
 
     await observe_stream(page, 1.5, observed)  # the stale lease is noticed, the survivor resumes
-    await page.wait_for_selector("#debate-report h2", timeout=90000)
+    await finished(page, timeout=90000)
     data = await export(page, web_b, pk)
     assert data["status"] == "done", survivor.log()
     assert "its runner went silent; queued again to resume" in survivor.log()

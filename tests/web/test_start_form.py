@@ -17,7 +17,8 @@ from debates.models import Debate
 from personas.models import Library, Persona
 from tests.web.formpage import errors_in
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs")]
+# The formats' own defaults: a remote default model (the bundled model's sizing: test_bundled_sizing.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_runs", "remote_default")]
 
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
@@ -60,7 +61,10 @@ def test_cards_read_the_viewers_language(client):
     english, chinese = escape(huineng.description_en), escape(huineng.description)
     assert english in start_page(client, "duel", **EN) and chinese not in start_page(client, "duel", **EN)
     assert chinese in start_page(client, "duel", **ZH) and english not in start_page(client, "duel", **ZH)
-    assert huineng.name in start_page(client, "duel", **EN)
+    # The name too, in the reader's language.
+    assert escape(huineng.name_en) in start_page(client, "duel", **EN) and huineng.name_en != huineng.name
+    assert huineng.name not in start_page(client, "duel", **EN)
+    assert huineng.name in start_page(client, "duel", **ZH)
     # Without an English line, English viewers read the one there is.
     Persona.objects.filter(slug="huineng").update(description_en="")
     assert chinese in start_page(client, "duel", **EN)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from testkit.fake_openai import Reply
+from testkit.prose import prose
 from tests.web.browser import export, log_in, shot, start
 
 pytestmark = [pytest.mark.browser]
@@ -19,7 +20,7 @@ SUMMARY = {"en": "Thinking", "zh": "思考过程"}
 THINKING = (
     f"{MARK} Let me weigh the question before I answer. First the premises: what does each path ask of a "
     "person who works all day? Then the objections, one by one, and <b>whether</b> they hold. "
-) * 6
+) + prose(150)  # ordinary thinking never repeats a passage: the loop cut would stop it
 
 
 def thinker(body: dict) -> Reply:

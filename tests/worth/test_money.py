@@ -67,6 +67,9 @@ async def test_a_money_budget_ends_a_panels_rounds_and_its_verdict_is_still_writ
 def _priced_panel() -> FakeLLM:
     fake = panel_fake()
     fake.price = (1.0, 2.0)
+    # The baseline's million prompt tokens are the test's way to a token cap with room (see
+    # `test_panel.ROOMY_BASELINE`), not money spent: priced at nothing.
+    fake.price_for = lambda key: (0.0, 0.0) if key == "host:baseline" else fake.price
     return fake
 
 
@@ -110,7 +113,7 @@ async def test_money_appears_wherever_tokens_do(libraries, fast_llm, alice, sett
     assert data["tokens"]["cost_usd"] == pytest.approx(debate_row.cost)
     assert all(t["cost_usd"] is not None for t in data["turns"])
     md = (await sync_to_async(client.get)(f"/debates/{made.pk}/export.md")).content.decode()
-    assert re.search(r"cost \$0\.\d{4}", md)
+    assert re.search(r"费用 \$0\.\d{4}", md), "the export is in the debate's language (the question's)"
 
 
 @pytest.mark.django_db(transaction=True)

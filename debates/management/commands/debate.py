@@ -17,15 +17,17 @@ from debates.engine import registry
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
 from debates.models import SearchProvider
 from debates.specs import question_language
-from personas.models import Persona
+from personas.models import Persona, is_english
 
 
 class TerminalSink:
     """Streams the debate to a terminal with speaker labels. One turn streams live at a time;
     turns of a parallel round that run meanwhile are printed whole when they end."""
 
-    def __init__(self, out):
+    def __init__(self, out, english: bool = False):
         self.out = out
+        # Speakers and fixed words in the debate's (the report's) language, as its pages name them.
+        self.english = english
         self.live: str | None = None
         self.names: dict[str, str] = {}
         self.buffers: dict[str, list[str]] = {}
@@ -39,12 +41,13 @@ class TerminalSink:
         if isinstance(event, ev.PhaseStarted):
             self.write(f"\n=== {event.title} ===\n")
         elif isinstance(event, ev.TurnStarted):
-            self.names[event.key] = event.speaker_name
+            english = self.english and event.speaker_name_en
+            self.names[event.key] = event.speaker_name_en if english else event.speaker_name
             self.buffers[event.key] = []
             if self.live is None:
                 self.live = event.key
                 query = f" 🔍 {event.messages[0]['content']}\n" if event.phase == "search" and event.messages else ""
-                self.write(f"\n【{event.speaker_name}】{query}")
+                self.write(f"\n【{self.names[event.key]}】{query}")
         elif isinstance(event, ev.TextDelta):
             if event.key == self.live:
                 self.write(event.text)
@@ -61,7 +64,8 @@ class TerminalSink:
 
     def _end_turn(self, event) -> None:
         failed = isinstance(event, ev.TurnFailed)
-        ending = f"\n  ✗ {event.error}\n" if failed else f"\n  — 小结 summary: {event.summary}\n"
+        summary = "Summary" if self.english else "小结"
+        ending = f"\n  ✗ {event.error}\n" if failed else f"\n  — {summary}: {event.summary}\n"
         if event.key != self.live:
             self.done.append((event.key, ending))  # printed whole once the live turn ends
             return
@@ -169,7 +173,8 @@ class Command(BaseCommand):
         except admission.Refused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(f"Debate #{debate.pk} ({debate.format}) — {debate.question}\n")
-        sink = TerminalSink(self.stdout)
+        language = opts["language"] or question_language(debate.question)
+        sink = TerminalSink(self.stdout, english=is_english(language))
         outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
         while outcome == "waiting":
             reply = input("补充事实（回车继续）Add facts, or press Enter to continue: ")
@@ -182,7 +187,7 @@ class Command(BaseCommand):
         report = getattr(debate, "report", None)
         self.stdout.write(f"\n\n结果 outcome: {outcome} {debate.status_detail}\n")
         if report is not None:
-            with translation.override(opts["language"] or question_language(debate.question)):
+            with translation.override(language):
                 self.stdout.write("\n" + exports.verdict_markdown(report) + "\n")
         if outcome not in ("done",):
             raise CommandError(f"the debate ended as {outcome}: {debate.status_detail}")

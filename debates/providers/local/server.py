@@ -34,7 +34,7 @@ _SERVER_MODULES = ("xllamacpp",)
 
 NOT_INSTALLED = (
     "the local model server did not start: xllamacpp is not installed; run `make local-model` "
-    "(it installs requirements-local.txt) or set OPENAI_BASE_URL to use a remote server"
+    "(it installs requirements-local.lock) or set OPENAI_BASE_URL to use a remote server"
 )
 
 # The child's port and host come from its argv alone. xllamacpp reads none of these variables
