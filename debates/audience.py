@@ -108,25 +108,26 @@ class Side:
     label: str
 
 
-def options(debate: Debate, language: str | None = None) -> list[Side]:
+def options(debate: Debate, language: str | None = None, state: Audience | None = None) -> list[Side]:
     """The sides a vote is on (empty: this debate takes no votes), as its format says: a format
     whose seats argue assigned positions, for and against; one that seats exactly two who trade
-    the opening (the duel's masters), those two."""
+    the opening (the duel's masters), those two. `state`: the audience row the caller already
+    read (a page reads it once, not once per question it asks)."""
     fmt = registry.get(debate.format)
     mode = fmt.mode((debate.options or {}).get("mode"))
     if mode is not None and mode.positions:
         return [Side("for", _("For")), Side("against", _("Against"))]
     if fmt.sides == "order" and fmt.seating.count == (2, 2):
-        return [Side(p["key"], name_in(language, p["name"], p["name_en"])) for p in _pair(debate, fmt)]
+        return [Side(p["key"], name_in(language, p["name"], p["name_en"])) for p in _pair(debate, fmt, state=state)]
     if fmt.first_round_theses:
-        return [Side(p["key"], name_in(language, p["name"], p["name_en"])) for p in _theses(debate)]
+        return [Side(p["key"], name_in(language, p["name"], p["name_en"])) for p in _theses(debate, state)]
     return []
 
 
-def _theses(debate: Debate) -> list[dict]:
+def _theses(debate: Debate, state: Audience | None = None) -> list[dict]:
     """The roundtable's options: each seat's round-1 thesis, by its role, once every one of them
     is stated (none before), kept with the audience so later seat changes move no vote."""
-    state = state_of(debate)
+    state = state or state_of(debate)
     if state.sides:
         return state.sides
     r1 = list(debate.turns.filter(round=1, key__startswith="r1:").order_by("pk"))
@@ -134,6 +135,7 @@ def _theses(debate: Debate) -> list[dict]:
         return []
     sides = [{"key": t.speaker_slug, "name": t.speaker_name, "name_en": t.speaker_name_en} for t in r1]
     Audience.objects.filter(debate=debate).update(sides=sides)
+    state.sides = sides
     return sides
 
 
@@ -145,10 +147,10 @@ def fix_sides(debate: Debate, library=None) -> None:
         _pair(debate, fmt, library)
 
 
-def _pair(debate: Debate, fmt, library=None) -> list[dict]:
+def _pair(debate: Debate, fmt, library=None, state: Audience | None = None) -> list[dict]:
     """The two who will speak: the seats, else the pair the format picks for the question (as its
     run will), kept with the audience so the sides never change under the votes."""
-    state = state_of(debate)
+    state = state or state_of(debate)
     if state.sides:
         return state.sides
     seats = sorted(debate.seats.select_related("persona"), key=lambda s: s.pk)
@@ -162,6 +164,7 @@ def _pair(debate: Debate, fmt, library=None) -> list[dict]:
         return []
     sides = [{"key": p.slug, "name": p.name, "name_en": p.name_en} for p in people]
     Audience.objects.filter(debate=debate).update(sides=sides)
+    state.sides = sides
     return sides
 
 
@@ -183,6 +186,10 @@ def first_round_over(debate: Debate, *, theses: bool = False) -> bool:
 
 
 def has_report(debate: Debate) -> bool:
+    # An instance that has fetched its report already knows (the live page's snapshot did, and a
+    # report created for this instance sets it too): the page asked the database four times.
+    if Debate.report.related.is_cached(debate):
+        return Debate.report.related.get_cached_value(debate) is not None
     return Debate.objects.filter(pk=debate.pk, report__isnull=False).exists()
 
 
@@ -193,7 +200,7 @@ def state_of(debate: Debate) -> Audience:
 def open_phase(debate: Debate, state: Audience | None = None) -> str | None:
     """ "before", "after", or None (no sides, voting closed, or between the two)."""
     state = state or state_of(debate)
-    if state.voting_closed or not options(debate):
+    if state.voting_closed or not options(debate, state=state):
         return None
     if has_report(debate):
         return Vote.Phase.AFTER
@@ -231,7 +238,7 @@ def vote(debate: Debate, voter: str, choice: str, *, user=None) -> Vote:
         phase = open_phase(debate, state)
         if phase is None:
             raise Refused(_("Voting is not open now."))
-        if choice not in {side.key for side in options(debate)}:
+        if choice not in {side.key for side in options(debate, state=state)}:
             raise Refused(_("Choose one of the sides."))
         row, _created = Vote.objects.update_or_create(
             debate=debate, phase=phase, voter=voter, defaults={"choice": choice, "user": user}
@@ -329,7 +336,8 @@ def window(debate_id: int) -> tuple:
     questions are taken, whether the report is in, and the sides."""
     debate = Debate.objects.get(pk=debate_id)
     state = state_of(debate)
-    return (open_phase(debate, state), asks_open(debate), has_report(debate), tuple(s.key for s in options(debate)))
+    sides = tuple(s.key for s in options(debate, state=state))
+    return (open_phase(debate, state), asks_open(debate), has_report(debate), sides)
 
 
 def changed(debate_id: int, shown: tuple | None = None) -> tuple:
@@ -368,11 +376,11 @@ def tallies(debate: Debate) -> dict[str, dict[str, int]]:
     return {str(k): v for k, v in counted.items()}
 
 
-def results(debate: Debate, language: str | None = None) -> dict:
+def results(debate: Debate, language: str | None = None, state: Audience | None = None) -> dict:
     """Before, after and the swing per side, in percentage points of the room (None where a
     phase has no votes): what the page, the report and the exports show."""
     counted = tallies(debate)
-    sides = options(debate, language)
+    sides = options(debate, language, state)
     totals = {phase: sum(counted[phase].get(s.key, 0) for s in sides) for phase in counted}
     rows = []
     for side in sides:
@@ -411,7 +419,7 @@ def public_context(debate: Debate, language: str | None = None) -> dict:
     """What every viewer of the debate sees alike (the part the frames carry)."""
     state = state_of(debate)
     phase = open_phase(debate, state)
-    drawn = results(debate, language)
+    drawn = results(debate, language, state)
     return {
         "debate": debate,
         "audience": state,

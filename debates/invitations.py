@@ -167,6 +167,8 @@ def people(user, debate: Debate) -> list[dict]:
     """The live page's "at the table" rows: for the owner every person seat with its state (and
     Withdraw); for anyone else at the table only their own seats (and Leave)."""
     owner = can_control(user, debate) and debate.owner_id is not None
+    if not owner and not user.is_authenticated:
+        return []  # no seat is an anonymous viewer's: skip the read on every shared page load
     rows = []
     for seat in debate.seats.select_related("persona", "human"):
         mine = user.is_authenticated and seat.human_id == user.pk and seat.invitation in PRESENT
