@@ -46,7 +46,10 @@ async def share(owner) -> str:
 
 
 async def test_three_viewers_vote_before_and_after_and_see_each_other_live(chromium, agora, fake_llm):
-    fake_llm.token_delay = 0.08  # the first round lasts while three people vote
+    # The first round lasts while three people vote, however slow the machine (a CI run under
+    # load once closed the "before" vote at 0.08 s a token before the third click); the delay is
+    # read per token, so the rest of the run goes quickly once the votes are in.
+    fake_llm.token_delay = 0.4
     owner = await page_for(chromium, agora, "en-US", DESKTOP, "alice")
     pk = await start(owner, agora, DUEL, rounds="1")
     link = await share(owner)
@@ -71,6 +74,7 @@ async def test_three_viewers_vote_before_and_after_and_see_each_other_live(chrom
     await shot(friend, "audience-before-phone-zh")
     for page, where in ((owner, "en desktop"), (friend, "zh phone")):
         assert not await audit_part(page, "#audience"), where
+    fake_llm.token_delay = 0.01
 
     # The report comes in: the "after" vote opens on every page by itself.
     for page in pages:
