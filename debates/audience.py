@@ -334,7 +334,8 @@ def settle(debate: Debate, *, voting_closed: bool | None = None, chair_takes: bo
 def window(debate_id: int) -> tuple:
     """What of the public panel a debate's progress moves: the vote that is open, whether
     questions are taken, whether the report is in, and the sides."""
-    debate = Debate.objects.get(pk=debate_id)
+    # With its report (or its absence) in the same read: the window asks three times.
+    debate = Debate.objects.select_related("report").get(pk=debate_id)
     state = state_of(debate)
     sides = tuple(s.key for s in options(debate, state=state))
     return (open_phase(debate, state), asks_open(debate), has_report(debate), sides)

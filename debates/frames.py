@@ -107,7 +107,12 @@ def stage_of(debate: Debate, turns=None) -> dict:
     """What the sticky stage shows: the phase and round now, who is speaking, the budget."""
     unfinished = (Turn.State.RUNNING, Turn.State.FAILED, Turn.State.INTERRUPTED)
     if turns is None:
-        turns = list(debate.turns.filter(state__in=unfinished).only("speaker_name", "speaker_name_en", "state"))
+        if not hasattr(debate, "unfinished_drawn"):  # once for the stage of every language
+            # debate_id too: the related manager reads it from every row (a query each, deferred).
+            only = ("debate_id", "speaker_name", "speaker_name_en", "state")
+            rows = debate.turns.filter(state__in=unfinished).only(*only)
+            debate.unfinished_drawn = list(rows)
+        turns = debate.unfinished_drawn
     phase = debate.phases[-1] if debate.phases else None
     speaking = [t.speaker_in() for t in turns if t.state == Turn.State.RUNNING]  # in the frame's language
     used = debate.total_tokens

@@ -1,7 +1,9 @@
 """The live page's reads (#31): a page load is the heaviest thing a joining viewer costs the
 server (300 of them at once in the 100-debate bench), so it asks each question of the database
 once — the audience row once, whether the report is in from the snapshot it already read — and
-an anonymous viewer of a shared link skips the seats' read it cannot appear in."""
+an anonymous viewer of a shared link skips the seats' read it cannot appear in. The sink's side
+too: the audience window at every phase reads the report with the debate, and a status frame drawn
+in every language reads the running turns once."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from debates import audience, frames
-from debates.models import Debate, Report
+from debates.models import Debate, Report, Turn
 from tests.web.test_audience import make_duel, viewer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,3 +62,36 @@ def test_the_report_answer_is_the_snapshots_own_and_a_later_report_shows(librari
     assert reads_of([q["sql"] for q in ctx.captured_queries], "debates_report") == 1
     page = viewer(debate=debate).get(f"/debates/{debate.pk}/?share={debate.share_token}").content.decode()
     assert "Verdict" in page
+
+
+def test_the_audience_window_reads_the_report_with_the_debate(libraries, alice):
+    """The sink asks for the window at every phase: the report comes with the debate's row, not
+    as three EXISTS queries, and a report written since is seen."""
+    debate = make_duel(alice)
+    with CaptureQueriesContext(connection) as ctx:
+        before = audience.window(debate.pk)
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert not [s for s in sql if '"debates_report"."id" IS NOT NULL' in s], sql
+    Report.objects.create(debate=debate, verdict_markdown="in", transcript_markdown="", data={})
+    assert before[2] is False and audience.window(debate.pk)[2] is True
+
+
+def test_a_status_frame_in_every_language_reads_the_running_turns_once(libraries, alice):
+    debate = make_duel(alice)
+    Turn.objects.create(
+        debate=debate,
+        key="r1:a",
+        position=1,
+        round=1,
+        phase="r1",
+        speaker_slug="a",
+        speaker_name="甲",
+        speaker_name_en="Ay",
+        state=Turn.State.RUNNING,
+    )
+    fresh = Debate.objects.get(pk=debate.pk)
+    with CaptureQueriesContext(connection) as ctx:
+        drawn = frames.in_every_language(lambda: frames.status(fresh))
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert reads_of(sql, "debates_turn") == 1, sql  # once for both; no deferred field read per row
+    assert "Ay" in drawn["en"] and "甲" in drawn["zh-hans"], drawn.keys()
