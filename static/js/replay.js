@@ -41,7 +41,7 @@
     var section = turn.article.closest("section.phase");
     var known = sections.filter(function (s) { return s.element === section; })[0];
     if (known) known.at = Math.min(known.at, turn.at);
-    else sections.push({ element: section, at: turn.at });
+    else sections.push({ element: section, at: turn.at, hidden: null });
   });
 
   var position = Math.min(Number(root.getAttribute("data-start")) || 0, duration);
@@ -81,6 +81,9 @@
   function drawTurn(turn, t, continuous) {
     var state = t < turn.at ? "hidden" : t >= turn.end ? "done" : "live";
     var n = state === "hidden" ? 0 : state === "done" ? turn.chars.length : charsAt(turn, t);
+    // Playing, most turns neither move nor change state in a frame: they cost no DOM write (a
+    // write, even of the same value, invalidates style for the whole page's next frame).
+    if (continuous && state === turn.state && n === turn.shown) return;
     turn.article.hidden = state === "hidden";
     if (turn.live) {
       if (continuous && n >= turn.shown) {
@@ -136,8 +139,11 @@
     var follow = continuous && nearBottom();
     var before = document.documentElement.scrollHeight;
     turns.forEach(function (turn) { drawTurn(turn, position, continuous); });
-    sections.forEach(function (s) { s.element.hidden = position < s.at; });
-    endNote.hidden = position < duration;
+    sections.forEach(function (s) {
+      var hidden = position < s.at;
+      if (s.hidden !== hidden) s.element.hidden = s.hidden = hidden;
+    });
+    if (endNote.hidden !== position < duration) endNote.hidden = position < duration;
     drawControls(!continuous);
     // The reader at the bottom follows the text as it grows; one who scrolled up stays there.
     if (follow && document.documentElement.scrollHeight > before) {
