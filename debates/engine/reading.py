@@ -42,6 +42,17 @@ KNOWN_LABELS = (
 )
 
 
+_BODY_LABEL = re.compile(rf"\s*(?:{'|'.join(map(re.escape, BODY_LABELS))})\s*[:：]\s*", re.IGNORECASE)
+
+
+def without_body_label(text: str) -> str:
+    """A streaming speech without the label its form puts first ("正文：", "Speech: "): the reader
+    sees the speech begin, as in the finished turn (`shown_speech`). The page's script does the
+    same to the text arriving, from the labels the page carries (`data-body-labels`)."""
+    found = _BODY_LABEL.match(text)
+    return text[found.end() :] if found else text
+
+
 def replaced_key(key: str) -> str | None:
     """The key of the attempt the turn `key` was written to replace, or None."""
     for suffix in REWRITE_SUFFIXES:

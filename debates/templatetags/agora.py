@@ -1,5 +1,3 @@
-import re
-
 from django import template
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.translation import gettext
@@ -110,11 +108,17 @@ def visible(text):
 def unlabelled(text):
     """A streaming turn's text without the label its form puts before the speech ("正文：",
     "Speech: "): the reader sees the speech begin, as in the finished turn (`speech`)."""
+    from debates.engine.reading import without_body_label
+
+    return without_body_label(text or "")
+
+
+@register.simple_tag
+def body_labels():
+    """The speech labels the page's script drops from a streaming speech ("|" between them)."""
     from debates.engine.reading import BODY_LABELS
 
-    text = text or ""
-    found = re.match(rf"\s*(?:{'|'.join(map(re.escape, BODY_LABELS))})\s*[:：]\s*", text, re.IGNORECASE)
-    return text[found.end() :] if found else text
+    return "|".join(BODY_LABELS)
 
 
 @register.filter

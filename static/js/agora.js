@@ -258,10 +258,18 @@
   });
   // A streaming speech begins with its form's label ("正文：", "Speech: "): it goes as soon as it
   // has arrived whole (the finished turn is drawn without it too). Checked only until the text
-  // has outgrown the longest label, so a turn costs a handful of checks, not one per token.
-  var LABEL = /^\s*(正文|发言|speech|body)\s*[:：]\s*/i;
-  var LABEL_PREFIXES = ["正文：", "发言：", "speech:", "body:"];
+  // has outgrown the longest label, so a turn costs a handful of checks, not one per token. The
+  // labels are the server's (`debates.engine.reading.BODY_LABELS`, in `data-body-labels`).
+  var BODY_LABELS = (live.getAttribute("data-body-labels") || "").split("|").filter(Boolean);
+  var LABEL = BODY_LABELS.length ? new RegExp("^\\s*(" + BODY_LABELS.map(function (label) {
+    return label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }).join("|") + ")\\s*[:：]\\s*", "i") : null;
+  var LABEL_PREFIXES = [];
+  BODY_LABELS.forEach(function (label) {
+    LABEL_PREFIXES.push(label.toLowerCase() + "：", label.toLowerCase() + ":");
+  });
   function dropLabels() {
+    if (!LABEL) return;
     document.querySelectorAll(".text.live:not([data-unlabelled])").forEach(function (el) {
       var text = el.textContent;
       if (!text.trim()) return;

@@ -49,3 +49,17 @@ async def test_a_streaming_speech_never_shows_its_label_live_or_after_a_reload(c
     await page.wait_for_selector(LIVE, timeout=20000)
     text = (await live_text(page)).strip()
     assert text and not text.startswith("正文"), text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_page_carries_the_labels_its_script_drops(libraries, alice):
+    """One list of speech labels (`BODY_LABELS`): the filter reads it, and the live page hands it
+    to its script, which builds its pattern from it (the browser test above drives that)."""
+    from debates.engine.reading import BODY_LABELS
+    from tests.web.test_audience import make_duel, viewer
+
+    debate = make_duel(alice)
+    page = viewer(alice).get(f"/debates/{debate.pk}/").content.decode()
+    assert f'data-body-labels="{"|".join(BODY_LABELS)}"' in page
+    for label in BODY_LABELS:
+        assert unlabelled(f"{label.upper()}： 说") == "说"
