@@ -28,8 +28,10 @@ import contextvars
 import logging
 import random
 from collections import defaultdict
+from datetime import timedelta
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -59,6 +61,17 @@ def fail_interrupted() -> int:
     """At the start of the process that writes every comparison (in-process mode): the ones a
     restart interrupted are failed, not left running."""
     return Comparison.objects.filter(state=Comparison.State.RUNNING).update(
+        state=Comparison.State.FAILED, error="interrupted by a restart"
+    )
+
+
+def fail_overdue() -> int:
+    """Where several processes write comparisons (`AGORA_PROCESSES` > 1), none can fail the
+    others' at its start: a sibling may be writing them. One still running a lease's length past
+    its deadline is no one's (`write` ends every live one by then): it is failed, so its page
+    says so instead of "running" for ever. Swept with the orphans (`control.watch_orphans`)."""
+    since = timezone.now() - timedelta(seconds=admission.comparison_deadline() + settings.AGORA_LEASE_SECONDS)
+    return Comparison.objects.filter(state=Comparison.State.RUNNING, created_at__lt=since).update(
         state=Comparison.State.FAILED, error="interrupted by a restart"
     )
 

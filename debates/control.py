@@ -76,7 +76,8 @@ async def resume_interrupted() -> list[int]:
     debate whose Stop came before the crash is marked stopped by its runner, never resumed;
     comparisons the crash interrupted are marked failed, which frees their owners' slots.)
     Where several processes run debates (`AGORA_PROCESSES` > 1) a live sibling may hold any of
-    them: `watch_orphans` takes over only what nobody drives."""
+    them: `watch_orphans` takes over only what nobody drives, and fails comparisons past their
+    deadline (`comparisons.fail_overdue`)."""
     from debates import comparisons
 
     if settings.AGORA_PROCESSES > 1:
@@ -109,9 +110,12 @@ class Orphans:
 async def watch_orphans() -> None:
     """Forever, where several processes run debates in-process: run here what nobody drives (a
     sibling that died mid-debate, or before it claimed a debate it admitted)."""
+    from debates import comparisons
+
     orphans = Orphans()
     while True:
         try:
+            await database_sync_to_async(comparisons.fail_overdue)()
             silent, unclaimed = await database_sync_to_async(leases.unheld)()
             for debate_id in orphans.due(silent, unclaimed, asyncio.get_running_loop().time()):
                 log.info("debate %s: nobody drives it; running it here", debate_id)

@@ -61,6 +61,61 @@ def test_a_sweep_takes_a_silent_runners_debate_at_once_and_an_unclaimed_one_afte
     assert orphans.due(silent=[], unclaimed=[4], now=131.0) == []  # seen afresh, so it waits again
 
 
+@pytest.mark.django_db
+@override_settings(AGORA_TURN_DEADLINE=10, AGORA_LEASE_SECONDS=15)
+def test_the_sweep_fails_a_comparison_no_process_can_still_be_writing(alice):
+    """At start no process of a set may fail the running comparisons (a sibling may be writing
+    them), so the orphan watch fails those past their deadline and a lease: their page says it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from debates import admission, comparisons
+    from debates.models import Comparison, Debate
+
+    debate = Debate.objects.create(owner=alice, question=TOPIC, format="duel", status="done")
+    dead, live, done = (Comparison.objects.create(debate=debate, owner=alice) for _ in range(3))
+    past = admission.comparison_deadline() + 15
+    Comparison.objects.filter(pk__in=[dead.pk, done.pk]).update(created_at=timezone.now() - timedelta(seconds=past + 1))
+    Comparison.objects.filter(pk=live.pk).update(created_at=timezone.now() - timedelta(seconds=past - 5))
+    Comparison.objects.filter(pk=done.pk).update(state=Comparison.State.READY)
+    assert comparisons.fail_overdue() == 1
+    states = {c.pk: (c.state, c.error) for c in Comparison.objects.all()}
+    assert states[dead.pk] == ("failed", "interrupted by a restart")
+    assert states[live.pk] == ("running", "") and states[done.pk] == ("ready", "")
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(AGORA_TURN_DEADLINE=10, AGORA_LEASE_SECONDS=15, AGORA_HEARTBEAT=0.05)
+async def test_the_orphan_watch_sweeps_the_comparisons(alice):
+    from datetime import timedelta
+
+    from asgiref.sync import sync_to_async
+    from django.utils import timezone
+
+    from debates import admission, control
+    from debates.models import Comparison, Debate
+
+    @sync_to_async
+    def dead_comparison() -> int:
+        debate = Debate.objects.create(owner=alice, question=TOPIC, format="duel", status="done")
+        pk = Comparison.objects.create(debate=debate, owner=alice).pk
+        old = timezone.now() - timedelta(seconds=admission.comparison_deadline() + 16)
+        Comparison.objects.filter(pk=pk).update(created_at=old)
+        return pk
+
+    pk = await dead_comparison()
+    watch = asyncio.ensure_future(control.watch_orphans())
+    try:
+        for _ in range(100):
+            if (await Comparison.objects.aget(pk=pk)).state == Comparison.State.FAILED:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        watch.cancel()
+    assert (await Comparison.objects.aget(pk=pk)).error == "interrupted by a restart"
+
+
 # -- the real set ----------------------------------------------------------------------------------
 
 
