@@ -27,7 +27,6 @@ from debates.api import openapi, starting, tokens
 from debates.api import stream as sse
 from debates.api.auth import BearerToken
 from debates.api.schemas import DebateDetail, DebatePage, DebateStart, DebateSummary, Error, InvalidInput
-from debates.forms import form_for, save_debate
 from debates.models import ACTIVE_STATUSES, Debate, Status
 from debates.rendering import strip_invisible_deep
 from debates.running_limit import RunningLimitReached
@@ -169,11 +168,10 @@ def _detail(request, debate: Debate) -> dict:
     description="The start form's fields and checks. 429: you already run as many debates as allowed.",
 )
 def start(request, payload: DebateStart):
-    form = form_for(starting.form_values(payload))
-    if not form.is_valid():
-        return _invalid(request, {field: [str(m) for m in messages] for field, messages in form.errors.items()})
     try:
-        debate = control.start_new(lambda: save_debate(form, owner=request.user), door="api.start")
+        debate = starting.start_checked(payload, request.user, door="api.start")
+    except starting.Invalid as invalid:
+        return _invalid(request, invalid.errors)
     except RunningLimitReached as refusal:
         return 429, {"detail": str(refusal)}
     return 201, _summary(request, debate)

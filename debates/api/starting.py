@@ -61,6 +61,11 @@ def start(body: dict, owner, *, door: str, unattended: bool = False) -> Debate:
         payload = DebateStart.model_validate(body)
     except ValidationError as exc:
         raise Invalid(schema_errors(exc)) from None
+    return start_checked(payload, owner, door=door)
+
+
+def start_checked(payload: DebateStart, owner, *, door: str) -> Debate:
+    """`start` for a body already read into its schema (the JSON API's, by django-ninja)."""
     form = form_for(form_values(payload))
     if not form.is_valid():
         raise Invalid({field: [str(m) for m in messages] for field, messages in form.errors.items()})
