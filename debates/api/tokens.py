@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -78,6 +80,36 @@ def language_for(request, row: ApiToken) -> str | None:
         return get_supported_language_variant(row.language)
     except LookupError:
         return None
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request at a program's door (the OpenAI-compatible chat, MCP) acts as: a live API
+    token's user, the token, and the language to answer in (None: the request's own, which the
+    request machinery already made active). `site`: the server's address, for links (empty over
+    MCP's stdio: links are then paths)."""
+
+    user: Any
+    language: str | None
+    token: str
+    site: str = ""
+
+
+def caller_for(token: str, *, request=None, site: str = "") -> Caller | None:
+    """The caller `token` opens the door to, or None (unknown, revoked, its user inactive). With
+    a `request`, its own language wins (`language_for`); without one (stdio) the token's
+    language, else the site's."""
+    row = row_for(token) if token else None
+    if row is None:
+        return None
+    if request is not None:
+        language = language_for(request, row)
+    else:
+        try:
+            language = get_supported_language_variant(row.language) if row.language else settings.LANGUAGE_CODE
+        except LookupError:
+            language = settings.LANGUAGE_CODE
+    return Caller(row.user, language, token, site)
 
 
 def is_live(token: str) -> bool:

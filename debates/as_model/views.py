@@ -30,23 +30,13 @@ from debates.models import Debate
 from debates.templatetags.agora import error_for, tr
 
 
-class _Caller:
-    def __init__(self, row, language: str | None):
-        self.user, self.token, self.language = row.user, row.token_plain, language
-
-
 def _bearer(request) -> str:
     kind, _sep, token = request.headers.get("Authorization", "").partition(" ")
     return token.strip() if kind.lower() == "bearer" else ""
 
 
 def _caller(request):
-    token = _bearer(request)
-    row = tokens.row_for(token) if token else None
-    if row is None:
-        return None
-    row.token_plain = token
-    return _Caller(row, tokens.language_for(request, row))
+    return tokens.caller_for(_bearer(request), request=request)
 
 
 def _no_token():
@@ -132,7 +122,7 @@ def _first_error(errors_by_field: dict[str, list[str]]) -> tuple[str | None, str
 class _Following:
     """One request's view of its debate, from start to end."""
 
-    def __init__(self, request, caller: _Caller, debate: Debate, chat, slot):
+    def __init__(self, request, caller: tokens.Caller, debate: Debate, chat, slot):
         self.caller, self.debate, self.chat, self.slot = caller, debate, chat, slot
         self.url = request.build_absolute_uri(debate.get_absolute_url())
         self.id = f"chatcmpl-agora-{debate.pk}"

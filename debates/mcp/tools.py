@@ -11,12 +11,9 @@ declaration (`debates.options`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from django.conf import settings
 from django.utils import translation
-from django.utils.translation import get_supported_language_variant
 from django.utils.translation import gettext as _
 from pydantic import BaseModel, Field, ValidationError
 
@@ -43,28 +40,12 @@ class Failure(Exception):
         self.errors = errors or {}
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who a request acts as: a live API token's user, answered in the token's language (its
-    owner's when it was made). `site`: the server's address, for links (empty over stdio: links
-    are then paths)."""
-
-    user: Any
-    language: str
-    token: str
-    site: str = ""
+Caller = tokens.Caller  # who a tool call acts as (the chat door's too)
 
 
 def caller_for(token: str, site: str = "") -> Caller | None:
     """The caller a token opens the door to, or None (unknown, revoked, its user inactive)."""
-    row = tokens.row_for(token)
-    if row is None:
-        return None
-    try:
-        language = get_supported_language_variant(row.language) if row.language else settings.LANGUAGE_CODE
-    except LookupError:
-        language = settings.LANGUAGE_CODE
-    return Caller(row.user, language, token, site)
+    return tokens.caller_for(token, site=site)
 
 
 # -- the tools' arguments (their JSON Schemas are the tools' input schemas) -----------------------
