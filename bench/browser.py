@@ -59,19 +59,10 @@ if str(ROOT) not in sys.path:
 
 from bench.latency import cpu_seconds, percentile, turn_index  # noqa: E402
 from bench.workers import machine_busy  # noqa: E402
+from testkit.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from testkit.http import Browser  # noqa: E402
 from testkit.servers import USERS, AgoraServer  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"  # Debian's, as tests/conftest.py
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DUEL = "念佛与参禅，哪条路更适合现代人修行？"
 PANEL = "我们团队是否应该在明年全面转向远程办公？"
 GOALS = {"p50_ms": 30.0, "p99_ms": 100.0}

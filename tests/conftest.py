@@ -9,20 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
+from testkit.chromium import CHROMIUM, CHROMIUM_ARGS
 from testkit.fake_openai import FakeOpenAIServer
 from testkit.servers import AgoraServer, prepare_database, require_or_skip  # noqa: F401 - re-exported
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
 
 # `make test-fast` leaves out what starts real processes (daphne, workers, Chromium, the real
 # model) or walks a large corpus; everything else runs in under a minute.
