@@ -20,7 +20,6 @@ PostgreSQL, Redis, the fake server, the viewers, and the whole machine's busy sh
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
@@ -31,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.latency import _level, cpu_seconds, latencies, max_overlap  # noqa: E402
-from bench.workers import REDIS, CpuMeter, _admin, _pct, _url, search, services_ok, turn_rows  # noqa: E402
+from bench.latency import cpu_seconds  # noqa: E402
+from bench.workers import REDIS, CpuMeter, _admin, _pct, _url, measure_level, search, services_ok  # noqa: E402
 from testkit.servers import ServedSet, prepare_database  # noqa: E402
 
 P99_GOAL_MS = 100.0
@@ -51,29 +50,12 @@ def served_cpu(server: ServedSet) -> float:
 
 
 def measure(server: ServedSet, fake, url: str, debates: int, *, viewers_per: int, rounds: int, tag: str) -> dict:
-    fake.reset()
     meter = CpuMeter(server, [], fake.process.pid, web_cpu=lambda: served_cpu(server))
-    before = meter.read()
-    viewers, figures = asyncio.run(_level(server, debates, viewers_per, rounds, 240, tag))
-    after = meter.read()
-    requests = [r for r in fake.dump() if r["finished"] is not None]
-    tokens = sum(len(r["tokens"]) for r in requests)
-    result = latencies(requests, viewers, turn_rows(url))
-    result.update(figures)
-    errors = sum(1 for v in viewers if v.error)
-    result.update(
-        {
-            "debates": debates,
-            "viewers": len(viewers),
-            "viewer_error_count": errors,
-            "viewer_errors": [v.error for v in viewers if v.error][:5],
-            "streamed_tokens": tokens,
-            "peak_concurrent_streams": max_overlap(requests),
-            "cpu": CpuMeter.utilisation(before, after),
-            "cpu_s_per_1000_tokens": 1000 * (after["web"] - before["web"]) / tokens if tokens else None,
-        }
+    result, *_readings = measure_level(
+        meter, server, fake, url, debates, viewers_per=viewers_per, rounds=rounds, timeout=240, tag=tag
     )
-    result["passed"] = result["p99_ms"] is not None and result["p99_ms"] <= P99_GOAL_MS and not errors
+    # The P processes together, as section 2 counts its one process.
+    result["cpu_s_per_1000_tokens"] = result["web_cpu_s_per_1000_tokens"]
     _settle(server, url)
     return result
 

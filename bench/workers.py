@@ -270,13 +270,16 @@ def _wait_idle(workers: list[BenchWorker], timeout: float = 90) -> bool:
     return False
 
 
-def measure(web, workers, fake, url, debates, *, viewers_per, rounds, timeout, tag) -> dict:
+def measure_level(meter: CpuMeter, server, fake, url, debates, *, viewers_per, rounds, timeout, tag, settle=None):
+    """One level on a running set-up (section 5's workers, section 2c's process set): the
+    viewers' latencies, their failures and the CPU of each part. `settle`: called after the
+    level, before the CPU is read as final (section 5 waits for its workers to go idle).
+    Returns the result, and the meter's readings before and after for the caller's own figures."""
     fake.reset()
-    meter = CpuMeter(web, workers, fake.process.pid)
     before = meter.read()
-    viewers, figures = asyncio.run(_level(web, debates, viewers_per, rounds, timeout, tag))
+    viewers, figures = asyncio.run(_level(server, debates, viewers_per, rounds, timeout, tag))
     after = meter.read()
-    idle = _wait_idle(workers)
+    extra = settle() if settle else None
     requests = [r for r in fake.dump() if r["finished"] is not None]
     tokens = sum(len(r["tokens"]) for r in requests)
     result = latencies(requests, viewers, turn_rows(url))
@@ -293,16 +296,31 @@ def measure(web, workers, fake, url, debates, *, viewers_per, rounds, timeout, t
             "streamed_tokens": tokens,
             "peak_concurrent_streams": max_overlap(requests),
             "cpu": CpuMeter.utilisation(before, after),
-            "worker_cpu_s_per_1000_tokens": 1000
-            * sum(after["workers"][i] - before["workers"][i] for i in range(len(workers)))
-            / tokens
-            if tokens
-            else None,
             "web_cpu_s_per_1000_tokens": 1000 * (after["web"] - before["web"]) / tokens if tokens else None,
-            "idle_after": idle,
         }
     )
     result["passed"] = result["p99_ms"] is not None and result["p99_ms"] <= P99_GOAL_MS and not errors
+    return result, before, after, extra
+
+
+def measure(web, workers, fake, url, debates, *, viewers_per, rounds, timeout, tag) -> dict:
+    meter = CpuMeter(web, workers, fake.process.pid)
+    result, before, after, idle = measure_level(
+        meter,
+        web,
+        fake,
+        url,
+        debates,
+        viewers_per=viewers_per,
+        rounds=rounds,
+        timeout=timeout,
+        tag=tag,
+        settle=lambda: _wait_idle(workers),
+    )
+    tokens = result["streamed_tokens"]
+    worker_cpu = sum(after["workers"][i] - before["workers"][i] for i in range(len(workers)))
+    result["worker_cpu_s_per_1000_tokens"] = 1000 * worker_cpu / tokens if tokens else None
+    result["idle_after"] = idle
     return result
 
 
