@@ -590,6 +590,30 @@ def _pct(value) -> str:
     return "—" if value is None else f"{100 * value:.0f}%"
 
 
+def _level_cells(r: dict) -> list:
+    """A set-up level's viewers and latencies, as sections 2c and 5 both print them."""
+    return [
+        f"{r['viewers']} ({r['viewer_error_count']} failed)",
+        r["peak_concurrent_streams"],
+        r["streamed_tokens"],
+        _ms(r["p50_ms"]),
+        _ms(r["p99_ms"]),
+        _ms(r["max_ms"]),
+    ]
+
+
+def _parts_cells(c: dict) -> list:
+    """The CPU of the parts around the web side (share of one core), and the machine's."""
+    return [_pct(c["web"]), _pct(c["postgres"]), _pct(c["redis"]), _pct(c["viewers"] + c["fake"]), _pct(c["machine"])]
+
+
+def _count_answer(label: str, found: dict, goal: float, none_over: str = "") -> str:
+    best, over = found["max_debates_within_goal"], found["first_debates_over_goal"]
+    return f"{label}: {best if best is not None else 'none'} debates within p99 ≤ {goal:.0f} ms" + (
+        f", {over} over" if over is not None else none_over
+    )
+
+
 def report_per_core(pc: dict) -> str:
     if "skipped" in pc:
         return f"2c. One process per core — skipped: {pc['skipped']}"
@@ -598,32 +622,12 @@ def report_per_core(pc: dict) -> str:
     for p, found in pc["processes"].items():
         for n, r in sorted(found["levels"].items(), key=lambda item: int(item[0])):
             c = r["cpu"]
+            per_1k = r["cpu_s_per_1000_tokens"]
             rows.append(
-                [
-                    p,
-                    n,
-                    f"{r['viewers']} ({r['viewer_error_count']} failed)",
-                    r["peak_concurrent_streams"],
-                    r["streamed_tokens"],
-                    _ms(r["p50_ms"]),
-                    _ms(r["p99_ms"]),
-                    _ms(r["max_ms"]),
-                    r["missing"],
-                    f"≤ {goal:.0f} ms",
-                    _verdict(r["passed"]),
-                    "—" if r["cpu_s_per_1000_tokens"] is None else f"{r['cpu_s_per_1000_tokens']:.2f} s",
-                    _pct(c["web"]),
-                    _pct(c["postgres"]),
-                    _pct(c["redis"]),
-                    _pct(c["viewers"] + c["fake"]),
-                    _pct(c["machine"]),
-                ]
+                [p, n, *_level_cells(r), r["missing"], f"≤ {goal:.0f} ms", _verdict(r["passed"])]
+                + ["—" if per_1k is None else f"{per_1k:.2f} s", *_parts_cells(c)]
             )
-        best, over = found["max_debates_within_goal"], found["first_debates_over_goal"]
-        answers.append(
-            f"{p} process(es): {best if best is not None else 'none'} debates within p99 ≤ {goal:.0f} ms"
-            + (f", {over} over" if over is not None else "")
-        )
+        answers.append(_count_answer(f"{p} process(es)", found, goal))
     return (
         "2c. One process per core — `manage.py serve --processes P` (one socket, debates in-process), PostgreSQL + "
         "Redis; duels of 1 round, 3 viewers each; CPU: share of one core (web: the P processes together; "
@@ -667,32 +671,10 @@ def report_workers(w: dict) -> str:
         for n, r in found["levels"].items():
             c = r["cpu"]
             rows.append(
-                [
-                    k,
-                    n,
-                    f"{r['viewers']} ({r['viewer_error_count']} failed)",
-                    r["peak_concurrent_streams"],
-                    r["streamed_tokens"],
-                    _ms(r["p50_ms"]),
-                    _ms(r["p99_ms"]),
-                    _ms(r["max_ms"]),
-                    _ms(r["steady_p99_ms"]),
-                    r["missing"],
-                    f"≤ {goal:.0f} ms",
-                    _verdict(r["passed"]),
-                    " + ".join(_pct(x) for x in c["workers"]),
-                    _pct(c["web"]),
-                    _pct(c["postgres"]),
-                    _pct(c["redis"]),
-                    _pct(c["viewers"] + c["fake"]),
-                    _pct(c["machine"]),
-                ]
+                [k, n, *_level_cells(r), _ms(r["steady_p99_ms"]), r["missing"], f"≤ {goal:.0f} ms"]
+                + [_verdict(r["passed"]), " + ".join(_pct(x) for x in c["workers"]), *_parts_cells(c)]
             )
-        best, over = found["max_debates_within_goal"], found["first_debates_over_goal"]
-        answers.append(
-            f"{k} worker(s): {best if best is not None else 'none'} debates within p99 ≤ {goal:.0f} ms"
-            + (f", {over} over" if over is not None else ", none over (search stopped)")
-        )
+        answers.append(_count_answer(f"{k} worker(s)", found, goal, ", none over (search stopped)"))
     title = (
         "5b. Scale-out, pinned — each worker on a core of its own, everything else on the cores left"
         if w.get("pinned")
