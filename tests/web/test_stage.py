@@ -60,6 +60,17 @@ async def test_viewers_in_two_languages_each_read_their_own(chromium, agora, fak
     await chinese.emulate_media(reduced_motion="reduce")
     assert (await dot_animation(chinese)).startswith("none ")
     await shot(chinese, "live-phone-zh")
+    # On the phone the running speech is on the first screen (the audience panel follows the
+    # transcript while the debate runs; above it, it pushed the speech below the fold).
+    top = await chinese.evaluate(
+        "(() => { const t = document.querySelector('#transcript .turn-running');"
+        " return t ? t.getBoundingClientRect().top : null; })()"
+    )
+    if top is not None:  # between two turns nobody is running
+        assert top < PHONE[1], top
+    audience = await chinese.evaluate("document.querySelector('#audience').getBoundingClientRect().top")
+    transcript = await chinese.evaluate("document.querySelector('#transcript').getBoundingClientRect().top")
+    assert audience > transcript
     await shot(english, "live")
 
     for page in (english, chinese):
