@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,16 @@ def test_cli_reports_form_errors_like_the_web(cli_env):
     result = run_cli(cli_env, "念佛", "--format", "duel", "--personas", "huineng,nobody")
     assert result.returncode != 0
     assert "personas" in result.stderr and "nobody" in result.stderr
+
+
+def test_an_english_questions_form_errors_are_in_english(cli_env):
+    """The terminal sends no language: the question's picks it (the site's default is Chinese)."""
+    english = "Should a 10-person startup adopt microservices now?"
+    result = run_cli(cli_env, english, "--format", "panel", "--rounds", "2")
+    assert result.returncode != 0
+    assert "rounds" in result.stderr and not re.search("[\u4e00-\u9fff]", result.stderr), result.stderr
+    chinese = run_cli(cli_env, "我们十个人的创业公司现在应该改用微服务吗？", "--format", "panel", "--rounds", "2")
+    assert chinese.returncode != 0 and re.search("[\u4e00-\u9fff]", chinese.stderr), chinese.stderr
 
 
 def test_cli_debate_is_saved_like_a_web_one(cli_env):

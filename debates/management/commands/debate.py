@@ -136,6 +136,12 @@ class Command(BaseCommand):
         return f"p{provider.pk}"
 
     def handle(self, *args, **opts):
+        # Every message in the question's language (or --language), as its pages would give them:
+        # the terminal has no Accept-Language, and the site's default is Chinese.
+        with translation.override(opts["language"] or question_language(opts["question"])):
+            return self.run_debate(opts)
+
+    def run_debate(self, opts):
         try:  # read as the form reads them; with nobody at the terminal, nothing waits for an answer
             chosen = options.cli_values(opts, unattended=not sys.stdin.isatty())
         except options.OptionError as error:
