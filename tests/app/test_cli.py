@@ -141,3 +141,28 @@ def test_cli_researches_and_reads_documents(cli_env, tmp_path):
 
     bad = run_cli(cli_env, "我们团队是否应该在明年全面转向远程办公？", "--format", "panel", "--document", str(tmp_path))
     assert bad.returncode != 0 and "--document" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"), [("zh-hans", "李四 的发言超过 250 字，已截断。"), ("en", "Li Si spoke past 250")]
+)
+def test_the_terminal_prints_engine_messages_in_the_debates_language(language, expected):
+    """A warning is a message with its values (a Text), drawn as the pages draw it: in the
+    debate's language, the speaker named as that reader knows them (it printed the English msgid)."""
+    import asyncio
+    import io
+
+    from django.core.management.base import OutputWrapper
+    from django.utils import translation
+
+    from debates.engine import events as ev
+    from debates.engine.i18n import named, text
+    from debates.management.commands.debate import TerminalSink
+
+    out = io.StringIO()
+    sink = TerminalSink(OutputWrapper(out), english=language == "en")
+    said = "%(speaker)s spoke past %(max)d characters: the speech was cut."
+    warning = text(said, speaker=named("李四", "Li Si", "zh-hans"), max=250)
+    with translation.override(language):
+        asyncio.run(sink.emit(ev.Warning("speech_cut", warning)))
+    assert expected in out.getvalue(), out.getvalue()

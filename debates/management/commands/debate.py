@@ -10,10 +10,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import translation
+from django.utils.translation import gettext
 
 from debates import admission, exports, options, runner, running_limit
 from debates.engine import events as ev
 from debates.engine import registry
+from debates.engine.i18n import Text, for_reader
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
 from debates.models import SearchProvider
 from debates.specs import question_language
@@ -33,13 +35,20 @@ class TerminalSink:
         self.buffers: dict[str, list[str]] = {}
         self.done: list[tuple[str, str]] = []
 
+    def said(self, message) -> str:
+        """An engine message (a phase's title, a warning, the checkpoint's question) in the active
+        language, with names as this reader knows them, as the pages draw them (`tr`)."""
+        if not isinstance(message, Text):
+            return str(message)
+        return for_reader(message, self.english).render(gettext)
+
     def write(self, text: str) -> None:
         self.out.write(text, ending="")
         self.out.flush()
 
     async def emit(self, event):
         if isinstance(event, ev.PhaseStarted):
-            self.write(f"\n=== {event.title} ===\n")
+            self.write(f"\n=== {self.said(event.title)} ===\n")
         elif isinstance(event, ev.TurnStarted):
             english = self.english and event.speaker_name_en
             self.names[event.key] = event.speaker_name_en if english else event.speaker_name
@@ -56,11 +65,11 @@ class TerminalSink:
         elif isinstance(event, (ev.TurnFinished, ev.TurnFailed)) and not getattr(event, "replayed", False):
             self._end_turn(event)
         elif isinstance(event, ev.Warning):
-            self.write(f"\n⚠ {event.text}\n")
+            self.write(f"\n⚠ {self.said(event.text)}\n")
         elif isinstance(event, ev.Status) and event.status == "loading_model":
             self.write(f"[{event.detail or 'loading model'}]\n")
         elif isinstance(event, ev.Checkpoint):
-            self.write(f"\n⏸ {event.prompt}\n")
+            self.write(f"\n⏸ {self.said(event.prompt)}\n")
 
     def _end_turn(self, event) -> None:
         failed = isinstance(event, ev.TurnFailed)
