@@ -200,7 +200,9 @@ def _distill(w: Walk):
 
 def _cli_debate(w: Walk):
     with translation.override("en"), pytest.raises(CommandError) as refused:
-        call_command("debate", "念佛与参禅，哪条路更适合现代人修行？", "--owner", "alice", "--search", "none")
+        # --language: the terminal's messages follow the question's language unless it is given.
+        question = "念佛与参禅，哪条路更适合现代人修行？"
+        call_command("debate", question, "--owner", "alice", "--search", "none", "--language", "en")
     return str(refused.value)
 
 
@@ -310,7 +312,7 @@ REACHES_A_PROVIDER = {
     "debates/evaluation.py:evaluate": "cli.evaluate",
     "debates/evaluation.py:judge_clients": "cli.evaluate",
     "debates/management/commands/evaluate.py:Command.handle": "cli.evaluate",
-    "debates/management/commands/debate.py:Command.handle": "cli.debate: admitted before runner.execute",
+    "debates/management/commands/debate.py:Command.run_debate": "cli.debate: admitted before runner.execute",
     "debates/provider_tools.py:fetch_models": "not a door: the admin's model list of a provider (no tokens)",
     "debates/provider_tools.py:check_connection": "not a door: staff's one-token check of a provider",
     "debates/provider_tools.py:_one_token": "not a door: staff's one-token check of a provider (max_tokens=1)",
