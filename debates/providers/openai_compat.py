@@ -54,6 +54,7 @@ from .base import (
     estimate_tokens,
 )
 from .reasoning import is_openai_reasoning, is_reasoning_model, with_headroom
+from .silence import SilenceWatch
 from .thinking import ThinkSplitter
 
 log = logging.getLogger(__name__)
@@ -456,11 +457,12 @@ class OpenAICompatibleClient(LLMClient):
             left = first_deadline - loop.time()
             return (left, "first") if left < silence[0] else silence
 
+        watch = SilenceWatch()  # one timer for the stream's reads, not one per token
+
         async def bounded(awaitable: Any) -> Any:
             seconds, label = limit()
             try:
-                async with asyncio.timeout(max(0.0, seconds)):
-                    return await awaitable
+                return await watch.bounded(awaitable, seconds)
             except TimeoutError as exc:
                 full = self.first_token_timeout if label == "first" else self.request_timeout
                 raise _Silence(label, full or seconds) from exc
@@ -548,6 +550,7 @@ class OpenAICompatibleClient(LLMClient):
                             self.describe(),
                         )
             finally:
+                watch.close()
                 completion.thinking = "".join(thinking).strip()
                 with contextlib.suppress(Exception):
                     await manager.__aexit__(None, None, None)
