@@ -493,20 +493,20 @@ def moderation(debate: Debate) -> dict:
 
 def announce(debate_id: int) -> None:
     """The public part, in every language, to every viewer (after the change's commit)."""
-    message = _message(debate_id)
+    layer = get_channel_layer()
+    message = _message(debate_id, frames.watched(debate_id, layer))
     if message is None:
         return
-    layer = get_channel_layer()
-    for language, name in frames.groups(debate_id).items():
-        async_to_sync(layer.group_send)(name, {**message, "html": message["html"][language]})
+    for language, html in message["html"].items():
+        async_to_sync(layer.group_send)(frames.group(debate_id, language), {**message, "html": html})
 
 
-def _message(debate_id: int) -> dict | None:
+def _message(debate_id: int, languages: list[str] | None = None) -> dict | None:
     debate = Debate.objects.filter(pk=debate_id).first()
     if debate is None:
         return None
     version = Audience.objects.filter(debate_id=debate_id).values_list("version", flat=True).first() or 0
-    html = frames.in_every_language(lambda: render_public(debate, oob=True))
+    html = frames.in_every_language(lambda: render_public(debate, oob=True), languages)
     return {"type": "debate.audience", "version": version, "html": html}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from django.db import connection, transaction
 from django.template.loader import render_to_string
@@ -35,10 +36,26 @@ def groups(debate_id: int) -> dict[str, str]:
     return {language: group(debate_id, language) for language in languages()}
 
 
-def in_every_language(draw) -> dict[str, str]:
-    """`draw()` (a frame) once per language, each with that language's catalogue active."""
+def watched(debate_id: int, layer) -> list[str]:
+    """The languages a frame of the debate must be drawn in: those someone watches it in, where
+    the channel layer is this process's own (in-memory: every viewer of the process is a member of
+    its groups, and no other process has any); every language with a layer processes share
+    (Redis), whose viewers elsewhere this process cannot see.
+
+    Call it after the frame's change committed: a viewer who joins a group later reads the
+    database after joining (debates.consumers), so it finds that change there; one who joined
+    before is a member here. Drawing a frame is most of a phase's or a turn's cost in the
+    process, and most debates are watched in one language or none."""
+    groups = getattr(layer, "groups", None) if isinstance(layer, InMemoryChannelLayer) else None
+    if groups is None:
+        return languages()
+    return [language for language in languages() if groups.get(group(debate_id, language))]
+
+
+def in_every_language(draw, only: list[str] | None = None) -> dict[str, str]:
+    """`draw()` (a frame) once per language (`only`: those), each with its catalogue active."""
     drawn = {}
-    for language in languages():
+    for language in languages() if only is None else only:
         with translation.override(language):
             drawn[language] = draw()
     return drawn

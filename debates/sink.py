@@ -242,10 +242,10 @@ class DjangoSink:
 
     def _apply(self, handler, event) -> dict[str, str]:
         """Write the event's change (its handler returns how to draw it), then draw it once per
-        language, outside the transaction."""
+        language watched, outside the transaction (after the commit: `frames.watched`)."""
         with transaction.atomic():
             draw = handler(event)
-        return frames.in_every_language(draw) if draw else {}
+        return frames.in_every_language(draw, frames.watched(self.debate_id, self.layer)) if draw else {}
 
     def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class
         status = FINAL.get(event.status, event.status)
