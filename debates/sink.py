@@ -190,8 +190,9 @@ class DjangoSink:
         thinking_tokens = sum(cjk + (other + 3) // 4 for cjk, other in self.thinking_counts.values())
         streaming = sum(cjk + (other + 3) // 4 for cjk, other in self.counts.values()) + thinking_tokens
         text = "".join(deltas)
+        watched = frames.watched(self.debate_id, self.layer)  # after the flusher's commit, as `_apply`
         await self._send(
-            {language: text + fast.meter(self.debate, streaming, language, thinking_tokens) for language in self.groups}
+            {language: text + fast.meter(self.debate, streaming, language, thinking_tokens) for language in watched}
         )
 
     def lose(self) -> None:

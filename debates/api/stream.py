@@ -52,7 +52,7 @@ async def follow(
     compatible door (`debates.as_model`)."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    # Every language's group gets every frame; one is enough for hints.
+    # One group is enough for hints: being in it, this stream has every frame sent to it (frames.watched).
     group = next(iter(frames.groups(debate_id).values()))
     await layer.group_add(group, channel)
     try:

@@ -104,3 +104,20 @@ async def test_a_layer_processes_share_gets_every_language(drawn_in):
     assert set(drawn_in) == set(frames.languages())
     assert {group for group, _message in layer.sent} == set(sink.groups.values())
     await sink.close()
+
+
+async def test_text_frames_go_only_to_the_languages_watched():
+    layer = InMemoryChannelLayer(capacity=1000)
+    sink = await sink_with(layer)
+    english = await layer.new_channel()
+    await sink.emit(ev.TurnStarted("duel:1:a", 1, "duel", "a", "A", [{"role": "user", "content": "q"}]))
+    await layer.group_add(sink.groups["en"], english)
+    sent = []
+    send = layer.group_send
+    layer.group_send = lambda group, message: (sent.append(group), send(group, message))[1]
+    await sink.emit(ev.TextDelta("duel:1:a", "Hello"))
+    await sink.flush()
+    assert sent == [sink.groups["en"]]  # nobody reads Chinese: no meter drawn for it, nothing sent
+    frame = (await received(layer, english))[-1]
+    assert "Hello" in frame["html"] and "Cost in US dollars" in frame["html"]  # the text, the English meter
+    await sink.close()
