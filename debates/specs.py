@@ -49,12 +49,17 @@ def library_spec(fmt: Format, seated: list[Persona] = ()) -> LibrarySpec:
     """The format's libraries as the engine sees them. The protocol (rounds, limits) is the seated
     personas' library's, else the format's first library's."""
     libraries = Library.objects.filter(format=fmt.name)
-    pool_rows = list(Persona.objects.filter(library__in=libraries).select_related("library"))
+    pool_rows = list(Persona.objects.filter(library__in=libraries))
     # By slug: a distilled character being confirmed is not saved yet (no pk).
     everyone = {p.slug: p for p in [*pool_rows, *seated]}
     slugs = [p.slug for p in everyone.values()]
-    critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).select_related(
-        "source", "target"
+    # Columns, not model rows: a critique row with its two personas built three models (every
+    # persona column of both), the most of this function's time, read at every start.
+    critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).values_list(
+        "source__slug", "target__slug", "point", "citation"
+    )
+    rules = PairingRule.objects.filter(library__in=libraries).values_list(
+        "persona_a__slug", "persona_b__slug", "keywords", "default_rounds", "label"
     )
     host_kind = fmt.seating.host_kind
     host = next((p for p in pool_rows if host_kind and p.kind == host_kind), None)
@@ -62,15 +67,11 @@ def library_spec(fmt: Format, seated: list[Persona] = ()) -> LibrarySpec:
     return LibrarySpec(
         pool=[persona_spec(p) for p in everyone.values() if p.kind == "debater"],
         host=persona_spec(host) if host else None,
-        critiques=[CritiqueSpec(c.source.slug, c.target.slug, c.point, c.citation) for c in critiques],
-        pairing_rules=[
-            PairingRuleSpec((r.persona_a.slug, r.persona_b.slug), tuple(r.keywords), r.default_rounds, r.label)
-            for r in PairingRule.objects.filter(library__in=libraries).select_related("persona_a", "persona_b")
-        ],
+        critiques=[CritiqueSpec(*row) for row in critiques],
+        pairing_rules=[PairingRuleSpec((a, b), tuple(words), rounds, label) for a, b, words, rounds, label in rules],
         domain_templates=[
-            DomainTemplateSpec(
-                t.slug, t.name, tuple(t.keywords), tuple(t.roles.values_list("slug", flat=True)), t.name_en
-            )
+            # roles.all(), the prefetched rows: values_list() would ask again per template
+            DomainTemplateSpec(t.slug, t.name, tuple(t.keywords), tuple(r.slug for r in t.roles.all()), t.name_en)
             for t in DomainTemplate.objects.filter(library__in=libraries).prefetch_related("roles")
         ],
         protocol=dict(library.protocol) if library else {},
