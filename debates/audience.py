@@ -492,16 +492,16 @@ def moderation(debate: Debate) -> dict:
 
 
 def announce(debate_id: int) -> None:
-    """The public part, in every language, to every viewer (after the change's commit)."""
+    """The public part, in each language watched, to every viewer (after the change's commit)."""
     layer = get_channel_layer()
-    message = _message(debate_id, frames.watched(debate_id, layer))
+    message = _message(debate_id, frames.watched(frames.groups(debate_id), layer))
     if message is None:
         return
     for language, html in message["html"].items():
         async_to_sync(layer.group_send)(frames.group(debate_id, language), {**message, "html": html})
 
 
-def _message(debate_id: int, languages: list[str] | None = None) -> dict | None:
+def _message(debate_id: int, languages: list[str]) -> dict | None:
     debate = Debate.objects.filter(pk=debate_id).first()
     if debate is None:
         return None

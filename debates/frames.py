@@ -36,8 +36,9 @@ def groups(debate_id: int) -> dict[str, str]:
     return {language: group(debate_id, language) for language in languages()}
 
 
-def watched(debate_id: int, layer) -> list[str]:
-    """The languages a frame of the debate must be drawn in: those someone watches it in, where
+def watched(groups_by_language: dict[str, str], layer) -> list[str]:
+    """The languages a frame of the debate must be drawn in (`groups_by_language`: its `groups`,
+    built once by the caller: this runs for every text frame): those someone watches it in, where
     the channel layer is this process's own (in-memory: every viewer of the process is a member of
     its groups, and no other process has any); every language with a layer processes share
     (Redis), whose viewers elsewhere this process cannot see.
@@ -46,10 +47,10 @@ def watched(debate_id: int, layer) -> list[str]:
     database after joining (debates.consumers), so it finds that change there; one who joined
     before is a member here. Drawing a frame is most of a phase's or a turn's cost in the
     process, and most debates are watched in one language or none."""
-    groups = getattr(layer, "groups", None) if isinstance(layer, InMemoryChannelLayer) else None
-    if groups is None:
-        return languages()
-    return [language for language in languages() if groups.get(group(debate_id, language))]
+    if not isinstance(layer, InMemoryChannelLayer):
+        return list(groups_by_language)
+    members = layer.groups
+    return [language for language, name in groups_by_language.items() if members.get(name)]
 
 
 def in_every_language(draw, only: list[str] | None = None) -> dict[str, str]:

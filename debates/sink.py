@@ -178,19 +178,21 @@ class DjangoSink:
         interval; `frames.fast` is tested equal to the templates)."""
         self.seq += 1
         self.stats["db_writes"] += 1
-        deltas = []
         for key, chunk in (thinking or {}).items():
             self.thoughts[key] = self.thoughts.get(key, "") + chunk
             _grow(self.thinking_counts, key, chunk)
-            deltas.append(fast.thinking(self.turn_pks[key], chunk))
         for key, chunk in chunks.items():
             self.texts[key] = self.texts.get(key, "") + chunk
             _grow(self.counts, key, chunk)
-            deltas.append(fast.delta(self.turn_pks[key], chunk))  # text only: the same in every language
+        watched = frames.watched(self.groups, self.layer)  # after the flusher's commit, as `_apply`
+        if not watched:
+            return  # nobody here to draw it for: the seq moved on, a later viewer reads the rows
+        deltas = [fast.thinking(self.turn_pks[key], chunk) for key, chunk in (thinking or {}).items()]
+        # The text only: the same in every language.
+        deltas += [fast.delta(self.turn_pks[key], chunk) for key, chunk in chunks.items()]
         thinking_tokens = sum(cjk + (other + 3) // 4 for cjk, other in self.thinking_counts.values())
         streaming = sum(cjk + (other + 3) // 4 for cjk, other in self.counts.values()) + thinking_tokens
         text = "".join(deltas)
-        watched = frames.watched(self.debate_id, self.layer)  # after the flusher's commit, as `_apply`
         await self._send(
             {language: text + fast.meter(self.debate, streaming, language, thinking_tokens) for language in watched}
         )
@@ -246,7 +248,7 @@ class DjangoSink:
         language watched, outside the transaction (after the commit: `frames.watched`)."""
         with transaction.atomic():
             draw = handler(event)
-        return frames.in_every_language(draw, frames.watched(self.debate_id, self.layer)) if draw else {}
+        return frames.in_every_language(draw, frames.watched(self.groups, self.layer)) if draw else {}
 
     def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class
         status = FINAL.get(event.status, event.status)

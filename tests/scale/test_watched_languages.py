@@ -111,13 +111,22 @@ async def test_text_frames_go_only_to_the_languages_watched():
     sink = await sink_with(layer)
     english = await layer.new_channel()
     await sink.emit(ev.TurnStarted("duel:1:a", 1, "duel", "a", "A", [{"role": "user", "content": "q"}]))
-    await layer.group_add(sink.groups["en"], english)
     sent = []
     send = layer.group_send
     layer.group_send = lambda group, message: (sent.append(group), send(group, message))[1]
-    await sink.emit(ev.TextDelta("duel:1:a", "Hello"))
+    await sink.emit(ev.TextDelta("duel:1:a", "Hello, "))
+    await sink.flush()
+    assert sent == []  # nobody watches: no frame drawn or sent ...
+    seq = sink.seq
+    debate = await Debate.objects.aget(pk=sink.debate_id)
+    assert debate.seq == seq == 2  # ... but the text is written under its own seq, for a later viewer
+    assert (await debate.turns.aget(key="duel:1:a")).text == "Hello, "
+
+    await layer.group_add(sink.groups["en"], english)
+    await sink.emit(ev.TextDelta("duel:1:a", "world"))
     await sink.flush()
     assert sent == [sink.groups["en"]]  # nobody reads Chinese: no meter drawn for it, nothing sent
     frame = (await received(layer, english))[-1]
-    assert "Hello" in frame["html"] and "Cost in US dollars" in frame["html"]  # the text, the English meter
+    assert frame["seq"] == seq + 1
+    assert "world" in frame["html"] and "Cost in US dollars" in frame["html"]  # the text, the English meter
     await sink.close()
