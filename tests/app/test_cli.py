@@ -46,7 +46,7 @@ def test_cli_completes_a_duel_and_prints_the_report(cli_env):
     assert "【慧能大师】" in out and "【印光大师】" in out  # speaker labels, from the pairing rule
     assert out.count("— 小结:") == 5  # 2 rounds x 2 speakers + the close
     assert "# 祖师对辩\n" in out and "## 中立收束" in out  # the report, in the question's language
-    assert "结果 outcome: done" in out
+    assert "\n结果：已完成\n" in out and "outcome" not in out  # the ending, in the question's language
 
 
 def test_an_english_question_is_printed_in_english(cli_env):
@@ -57,6 +57,7 @@ def test_an_english_question_is_printed_in_english(cli_env):
     assert "【Huineng】" in out and "【Yinguang】" in out and "【慧能大师】" not in out
     assert out.count("— Summary:") == 3 and "小结" not in out
     assert "# Duel\n" in out
+    assert "\nOutcome: done\n" in out and "结果" not in out
 
 
 def test_cli_completes_a_panel_with_evidence(cli_env, tmp_path):

@@ -192,7 +192,7 @@ class Command(BaseCommand):
         sink = TerminalSink(self.stdout, english=is_english(language))
         outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
         while outcome == "waiting":
-            reply = input("补充事实（回车继续）Add facts, or press Enter to continue: ")
+            reply = input(gettext("Add facts, or press Enter to continue: "))
             try:
                 running_limit.admit(debate, "cli.debate", checkpoint_reply=reply)
             except admission.Refused as refusal:
@@ -200,7 +200,9 @@ class Command(BaseCommand):
             outcome = asyncio.run(runner.execute(debate.pk, echo=sink))
         debate.refresh_from_db()
         report = getattr(debate, "report", None)
-        self.stdout.write(f"\n\n结果 outcome: {outcome} {debate.status_detail}\n")
+        # In the debate's language, as everything above (the status's own name, not its code).
+        ended = gettext("Outcome: %(status)s") % {"status": debate.get_status_display()}
+        self.stdout.write(f"\n\n{ended} {debate.status_detail}".rstrip() + "\n")
         if report is not None:
             with translation.override(language):
                 self.stdout.write("\n" + exports.verdict_markdown(report) + "\n")
