@@ -171,12 +171,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     if "DATABASE_CONN_MAX_AGE" not in os.environ:
         DATABASES["default"]["CONN_MAX_AGE"] = None
 
-# In-process channel layer by default; REDIS_URL switches to channels-redis for many processes.
+# In-process channel layer by default; REDIS_URL switches to Redis's publish/subscribe (channels-redis's
+# layer with confirmed joins, agora/channel_layers.py) for many processes.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "agora.channel_layers.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }

@@ -55,6 +55,7 @@ async def follow(
     # One group is enough for hints: being in it, this stream has every frame sent to it (frames.watched).
     group = next(iter(frames.groups(debate_id).values()))
     await layer.group_add(group, channel)
+    inbox = _Inbox(layer, channel)
     try:
         cursor = Cursor.decode(last_event_id)
         follower = Follower(cursor or Cursor(), rejected=bool(last_event_id) and cursor is None)
@@ -67,13 +68,14 @@ async def follow(
                 yield event, data, follower.cursor.encode()
             if state.final:
                 return
-            woke = await _newer_than(layer, channel, follower.cursor.seq, check)
+            woke = await _newer_than(inbox, follower.cursor.seq, check)
             if woke is None:  # the token no longer opens the API
                 return
             if not woke:
                 yield None
     finally:
         # Also on a disconnect: Django cancels the response, and this still runs.
+        inbox.close()
         await layer.group_discard(group, channel)
 
 
@@ -114,7 +116,30 @@ class _Check:
         return await self.still_allowed()
 
 
-async def _newer_than(layer, channel: str, seq: int, check: _Check) -> bool | None:
+class _Inbox:
+    """The stream's channel, read so that a wait that times out leaves the read pending for the
+    next wait instead of cancelling it: the Redis layer (publish/subscribe) drops a channel whose
+    read is cancelled and subscribes it again on the next, and a frame in between would be lost."""
+
+    def __init__(self, layer, channel: str) -> None:
+        self.layer, self.channel = layer, channel
+        self.pending: asyncio.Future | None = None
+
+    async def get(self, timeout: float) -> dict:
+        if self.pending is None:
+            self.pending = asyncio.ensure_future(self.layer.receive(self.channel))
+        done, _ = await asyncio.wait({self.pending}, timeout=timeout)
+        if not done:
+            raise TimeoutError
+        received, self.pending = self.pending, None
+        return received.result()
+
+    def close(self) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+
+
+async def _newer_than(inbox: _Inbox, seq: int, check: _Check) -> bool | None:
     """Wait for a frame past `seq`: True; False after a quiet spell (read again all the same);
     None when the check says the stream must end."""
     loop = asyncio.get_running_loop()
@@ -129,7 +154,7 @@ async def _newer_than(layer, channel: str, seq: int, check: _Check) -> bool | No
         if check.still_allowed is not None:
             left = min(left, max(0.0, check.next_at - now))
         try:
-            message = await asyncio.wait_for(layer.receive(channel), left)
+            message = await inbox.get(left)
         except TimeoutError:
             continue
         if message.get("type") == "debate.frame" and message.get("seq", 0) > seq:
