@@ -31,6 +31,10 @@ needs: that the process is subscribed when `group_add` returns. The consumer joi
 reads the database; a frame committed after that read must reach it. The stock layer writes the
 SUBSCRIBE and returns without waiting for Redis's confirmation, so a PUBLISH arriving first is not
 delivered here. This layer's joins wait for the confirmation (`SUBSCRIBE_TIMEOUT`).
+
+And one thing it adds: `subscribed_sync` asks Redis which groups have a subscriber in any process,
+so that a debate's turn and phase frames are drawn only in the languages someone watches
+(`debates.frames.watched`), as the in-process layer can tell from its own groups.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import time
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer as ChannelsInMemoryChannelLayer
 from channels_redis import pubsub
-from channels_redis.utils import _wrap_close
+from channels_redis.utils import _wrap_close, decode_hosts
 
 log = logging.getLogger(__name__)
 SWEEP_INTERVAL = 1.0  # seconds
@@ -73,6 +77,37 @@ class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
 class RedisChannelLayer(pubsub.RedisPubSubChannelLayer):
     """channels-redis's publish/subscribe layer whose subscriptions are confirmed before a join
     returns (see above). `CONFIG` as channels-redis's: `hosts`, `prefix`, `serializer_format`."""
+
+    _sync_client = None
+
+    def subscribed_sync(self, groups: list[str]) -> set[str] | None:
+        """Which of `groups` some process is subscribed to now (PUBSUB NUMSUB: one round trip),
+        from a worker thread, never the event loop; None when it cannot tell (several Redis
+        servers or a sentinel set-up, where a group's server is the layer's choice; Redis not
+        answering): then the caller assumes every group."""
+        client = self._sync()
+        if client is None:
+            return None
+        prefix = self._kwargs.get("prefix", "asgi")
+        # channels-redis's name for a group's Redis channel (RedisPubSubLoopLayer._get_group_channel_name).
+        names = {f"{prefix}__group__{group}": group for group in groups}
+        try:
+            counts = client.pubsub_numsub(*names)
+        except Exception:  # noqa: BLE001 - a frame drawn in every language is the safe answer
+            log.warning("could not ask Redis who is subscribed; drawing every language", exc_info=True)
+            return None
+        return {names[name.decode() if isinstance(name, bytes) else name] for name, count in counts if count}
+
+    def _sync(self):
+        if self._sync_client is None:
+            import redis
+
+            hosts = decode_hosts(self._kwargs.get("hosts"))
+            if len(hosts) != 1 or set(hosts[0]) != {"address"}:
+                self._sync_client = False
+            else:
+                self._sync_client = redis.Redis.from_url(hosts[0]["address"], socket_timeout=2)
+        return self._sync_client or None
 
     def _get_layer(self):
         loop = asyncio.get_running_loop()

@@ -494,7 +494,7 @@ def moderation(debate: Debate) -> dict:
 def announce(debate_id: int) -> None:
     """The public part, in each language watched, to every viewer (after the change's commit)."""
     layer = get_channel_layer()
-    message = _message(debate_id, frames.watched(frames.groups(debate_id), layer))
+    message = _message(debate_id, frames.watched(frames.groups(debate_id), layer, ask=True))
     if message is None:
         return
     for language, html in message["html"].items():

@@ -36,21 +36,26 @@ def groups(debate_id: int) -> dict[str, str]:
     return {language: group(debate_id, language) for language in languages()}
 
 
-def watched(groups_by_language: dict[str, str], layer) -> list[str]:
+def watched(groups_by_language: dict[str, str], layer, *, ask: bool = False) -> list[str]:
     """The languages a frame of the debate must be drawn in (`groups_by_language`: its `groups`,
     built once by the caller: this runs for every text frame): those someone watches it in, where
     the channel layer is this process's own (in-memory: every viewer of the process is a member of
-    its groups, and no other process has any); every language with a layer processes share
-    (Redis), whose viewers elsewhere this process cannot see.
+    its groups, and no other process has any); with Redis, whose viewers may be in any process,
+    those Redis has a subscriber for when `ask` (one round trip: for the frames drawn in a worker
+    thread, a turn's or a phase's, not for each text frame) and else every language.
 
     Call it after the frame's change committed: a viewer who joins a group later reads the
-    database after joining (debates.consumers), so it finds that change there; one who joined
-    before is a member here. Drawing a frame is most of a phase's or a turn's cost in the
-    process, and most debates are watched in one language or none."""
-    if not isinstance(layer, InMemoryChannelLayer):
-        return list(groups_by_language)
-    members = layer.groups
-    return [language for language, name in groups_by_language.items() if members.get(name)]
+    database after joining (debates.consumers; with Redis, once Redis confirmed the join), so it
+    finds that change there; one who joined before is a member here. Drawing a frame is most of a
+    phase's or a turn's cost in the process, and most debates are watched in one language or none."""
+    if isinstance(layer, InMemoryChannelLayer):
+        members = layer.groups
+        return [language for language, name in groups_by_language.items() if members.get(name)]
+    if ask and hasattr(layer, "subscribed_sync"):
+        subscribed = layer.subscribed_sync(list(groups_by_language.values()))
+        if subscribed is not None:
+            return [language for language, name in groups_by_language.items() if name in subscribed]
+    return list(groups_by_language)
 
 
 def in_every_language(draw, only: list[str] | None = None) -> dict[str, str]:

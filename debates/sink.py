@@ -248,7 +248,7 @@ class DjangoSink:
         language watched, outside the transaction (after the commit: `frames.watched`)."""
         with transaction.atomic():
             draw = handler(event)
-        return frames.in_every_language(draw, frames.watched(self.groups, self.layer)) if draw else {}
+        return frames.in_every_language(draw, frames.watched(self.groups, self.layer, ask=True)) if draw else {}
 
     def _on_Status(self, event: ev.Status) -> str:  # noqa: N802 - named after the event class
         status = FINAL.get(event.status, event.status)

@@ -185,3 +185,32 @@ async def test_an_api_stream_that_waited_in_vain_still_gets_the_next_frame():
         await stream.flush()
         await sender.flush()
     assert message["seq"] == 3
+
+
+async def test_it_tells_which_groups_some_process_watches():
+    """A turn's or a phase's frame is drawn only in the languages watched (frames.watched): with
+    Redis the viewers may be in any process, so Redis is asked (from a worker thread)."""
+    from debates import frames
+
+    debate = int(uuid.uuid4().int % 10**9)
+    groups = frames.groups(debate)
+    viewer, runner = RedisChannelLayer(hosts=[REDIS]), RedisChannelLayer(hosts=[REDIS])
+    try:
+        assert await asyncio.to_thread(frames.watched, groups, runner, ask=True) == []
+        channel = await viewer.new_channel()
+        await viewer.group_add(groups["en"], channel)
+        assert await asyncio.to_thread(frames.watched, groups, runner, ask=True) == ["en"]
+        assert await asyncio.to_thread(frames.watched, groups, runner) == list(groups)  # a text frame: no question
+        await viewer.group_discard(groups["en"], channel)
+        assert await asyncio.to_thread(frames.watched, groups, runner, ask=True) == []
+    finally:
+        await viewer.flush()
+        await runner.flush()
+
+
+def test_with_several_redis_servers_it_cannot_tell_and_every_language_is_drawn():
+    from debates import frames
+
+    layer = RedisChannelLayer(hosts=[REDIS, REDIS.replace("/0", "/1")])
+    assert layer.subscribed_sync(["debate-1-en"]) is None
+    assert frames.watched(frames.groups(1), layer, ask=True) == list(frames.groups(1))
