@@ -167,3 +167,86 @@ def test_the_terminal_prints_engine_messages_in_the_debates_language(language, e
     with translation.override(language):
         asyncio.run(sink.emit(ev.Warning("speech_cut", warning)))
     assert expected in out.getvalue(), out.getvalue()
+
+
+def _terminal(events, english=False) -> str:
+    import asyncio
+    import io
+
+    from django.core.management.base import OutputWrapper
+
+    from debates.management.commands.debate import TerminalSink
+
+    out = io.StringIO()
+    sink = TerminalSink(OutputWrapper(out), english=english)
+
+    async def play():
+        for event in events:
+            await sink.emit(event)
+
+    asyncio.run(play())
+    return out.getvalue()
+
+
+def _finished(key):
+    from debates.engine import events as ev
+
+    return ev.TurnFinished(key, text="", summary="小结。", prompt_tokens=1, completion_tokens=1)
+
+
+@pytest.mark.parametrize(
+    ("deltas", "printed"),
+    [
+        (["正", "文", "：", "我认为修行在于心。"], "【甲】我认为修行在于心。"),
+        (["  Spee", "ch: ", "I think so."], "【甲】I think so."),
+        (["**Speech**"], "【甲】**Speech**"),  # not the label alone: kept as it is
+        (["正", "在讨论"], "【甲】正在讨论"),  # starts like the label, is not it
+        (["Speeches differ."], "【甲】Speeches differ."),
+        (["正"], "【甲】正"),  # a speech of one character that could have been a label
+    ],
+)
+def test_the_terminal_drops_the_speechs_label_as_the_page_does(deltas, printed):
+    from debates.engine import events as ev
+
+    key = "duel:1:a"
+    out = _terminal(
+        [ev.TurnStarted(key, 1, "r1", "a", "甲", []), *(ev.TextDelta(key, d) for d in deltas), _finished(key)]
+    )
+    assert printed + "\n  — 小结:" in out, out
+
+
+def test_a_parallel_turn_printed_later_loses_its_label_too():
+    from debates.engine import events as ev
+
+    a, b = "r1:a", "r1:b"
+    out = _terminal(
+        [
+            ev.TurnStarted(a, 1, "r1", "a", "甲", []),
+            ev.TurnStarted(b, 1, "r1", "b", "乙", []),
+            ev.TextDelta(b, "正文：乙的话。"),
+            ev.TextDelta(a, "正文：甲的话。"),
+            _finished(b),
+            _finished(a),
+        ]
+    )
+    assert "【甲】甲的话。" in out and "【乙】乙的话。" in out and "正文" not in out, out
+
+
+def test_a_warning_is_marked_once_and_a_rewritten_turn_says_so():
+    from debates.engine import events as ev
+
+    out = _terminal(
+        [
+            ev.Warning("one_sided", "⚠️ Cross-critique covers this pair in one direction only."),
+            ev.Warning("other", "plain"),
+            ev.TurnStarted("duel:1:a", 1, "r1", "a", "A", []),
+            ev.TextDelta("duel:1:a", "First."),
+            _finished("duel:1:a"),
+            ev.TurnStarted("duel:1:a:again", 1, "r1", "a", "A", []),
+            ev.TextDelta("duel:1:a:again", "Second."),
+            _finished("duel:1:a:again"),
+        ],
+        english=True,
+    )
+    assert "\n⚠️ Cross-critique" in out and "⚠ ⚠" not in out and "\n⚠ plain\n" in out, out
+    assert "↻ written again:\n【A】Second." in out, out

@@ -16,6 +16,7 @@ from debates import admission, exports, options, runner, running_limit
 from debates.engine import events as ev
 from debates.engine import registry
 from debates.engine.i18n import Text, for_reader
+from debates.engine.reading import BODY_LABELS, replaced_key, without_body_label
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
 from debates.models import SearchProvider
 from debates.specs import question_language
@@ -34,6 +35,9 @@ class TerminalSink:
         self.names: dict[str, str] = {}
         self.buffers: dict[str, list[str]] = {}
         self.done: list[tuple[str, str]] = []
+        # The live turn's first characters, held until they show whether the speech opens with its
+        # form's label ("正文：", "Speech:"), which goes, as on the page (`without_body_label`).
+        self.opening: dict[str, str] = {}
 
     def said(self, message) -> str:
         """An engine message (a phase's title, a warning, the checkpoint's question) in the active
@@ -53,25 +57,46 @@ class TerminalSink:
             english = self.english and event.speaker_name_en
             self.names[event.key] = event.speaker_name_en if english else event.speaker_name
             self.buffers[event.key] = []
+            self.opening[event.key] = ""
+            if replaced_key(event.key):  # a format had this turn written again: the one above is set aside
+                self.write("\n  ↻ " + ("written again:" if self.english else "重写："))
             if self.live is None:
                 self.live = event.key
                 query = f" 🔍 {event.messages[0]['content']}\n" if event.phase == "search" and event.messages else ""
                 self.write(f"\n【{self.names[event.key]}】{query}")
         elif isinstance(event, ev.TextDelta):
             if event.key == self.live:
-                self.write(event.text)
+                self.write(self._unlabelled(event.key, event.text))
             else:
                 self.buffers.setdefault(event.key, []).append(event.text)
         elif isinstance(event, (ev.TurnFinished, ev.TurnFailed)) and not getattr(event, "replayed", False):
             self._end_turn(event)
         elif isinstance(event, ev.Warning):
-            self.write(f"\n⚠ {self.said(event.text)}\n")
+            said = self.said(event.text)
+            self.write(f"\n{said}\n" if said.startswith("⚠") else f"\n⚠ {said}\n")
         elif isinstance(event, ev.Status) and event.status == "loading_model":
             self.write(f"[{event.detail or 'loading model'}]\n")
         elif isinstance(event, ev.Checkpoint):
             self.write(f"\n⏸ {self.said(event.prompt)}\n")
 
+    def _unlabelled(self, key: str, text: str) -> str:
+        """What to print of the live turn's next delta: nothing while its opening could still be
+        a body label, then the opening without the label (or whole, when it was none)."""
+        opening = self.opening.get(key)
+        if opening is None:
+            return text  # decided
+        opening += text
+        start = opening.lstrip().lower()
+        if start and not any(f"{label}{colon}".startswith(start) for label in BODY_LABELS for colon in ":："):
+            del self.opening[key]
+            return without_body_label(opening)
+        self.opening[key] = opening
+        return ""
+
     def _end_turn(self, event) -> None:
+        held = self.opening.pop(event.key, "")  # a speech that ended within a label's length ("正")
+        if event.key == self.live:
+            self.write(held)
         failed = isinstance(event, ev.TurnFailed)
         summary = "Summary" if self.english else "小结"
         ending = f"\n  ✗ {event.error}\n" if failed else f"\n  — {summary}: {event.summary}\n"
@@ -81,13 +106,14 @@ class TerminalSink:
         self.write(ending)
         self.live = None
         for key, queued_ending in self.done:
-            self.write(f"\n【{self.names[key]}】{''.join(self.buffers.pop(key, []))}{queued_ending}")
+            speech = without_body_label("".join(self.buffers.pop(key, [])))
+            self.write(f"\n【{self.names[key]}】{speech}{queued_ending}")
         self.done.clear()
         still_running = [k for k in self.buffers if k != event.key]
         self.buffers.pop(event.key, None)
         if still_running:
             self.live = still_running[0]
-            self.write(f"\n【{self.names[self.live]}】{''.join(self.buffers[self.live])}")
+            self.write(f"\n【{self.names[self.live]}】{self._unlabelled(self.live, ''.join(self.buffers[self.live]))}")
 
 
 def parse_positions(text: str) -> dict[str, str]:
