@@ -6,9 +6,10 @@ state. Every frame is sent after its change committed, so any frame this viewer 
 subscribed for is already in what it reads; frames numbered at or below that read are dropped, the
 rest forwarded: no gap, no repeat.
 
-Close codes the page explains (static/js/agora.js): 4404 no such debate (or not yours), 4403 the
-share link was revoked, 4429 too many open live views (per viewer and per debate, per process;
-the API's event streams count too: debates.live_counts).
+The socket is accepted at once and checked after (so a busy process does not drop the handshake);
+one refused is closed before anything is sent, with a code the page explains (static/js/agora.js):
+4404 no such debate (or not yours), 4403 the share link was revoked, 4429 too many open live views
+(per viewer and per debate, per process; the API's event streams count too: debates.live_counts).
 """
 
 import asyncio
@@ -57,6 +58,12 @@ class DebateConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.debate_id = int(self.scope["url_route"]["kwargs"]["debate_id"])
         query = parse_qs(self.scope.get("query_string", b"").decode())
+        # Accepted before anything is read: the checks below wait their turn on the database
+        # thread, and under load (a hundred debates starting, their pages loading) daphne dropped
+        # handshakes not answered within its 5 s connect timeout (bench/README.md). Nothing is
+        # sent before the checks pass; a viewer they refuse is closed with its code, which the
+        # page then shows (a refused handshake carries none).
+        await self.accept()
         try:
             debate = await database_sync_to_async(viewable_debate)(
                 self.scope, self.debate_id, query.get("share", [None])[0]
@@ -67,8 +74,6 @@ class DebateConsumer(AsyncWebsocketConsumer):
         self.shared_only = via_share_only(self.scope, debate)
         self.viewer = viewer_key(self.scope)
         if not counts.take(self.viewer, self.debate_id):
-            # Accepted first so the browser sees the code (a refused handshake has none).
-            await self.accept()
             await self.close(code=TOO_MANY)
             return
         self.counted = True
@@ -80,7 +85,6 @@ class DebateConsumer(AsyncWebsocketConsumer):
         # live page) is sent no audience messages.
         self.audience_seen = _int(query["audience"][0]) if "audience" in query else None
         self.subscription = await fanout.hub().join(self.channel_layer, self.group, self)
-        await self.accept()
         missed = self.subscription.since(self.seen)
         if missed is not None:
             # Everything after the page's seq passed through this process's subscription: no read.

@@ -207,6 +207,8 @@ def test_running_limit_also_holds_for_resume(db, alice, no_runs):
 
 
 async def _ws(path: str, user=None, origin=ORIGIN) -> tuple[bool, int | None]:
+    """(let in, the close code): let in when its first message is the debate; refused when the
+    handshake fails (a bad origin) or the socket is closed before anything was sent."""
     headers = [origin] if origin else []
     if user is not None:
         client = Client()
@@ -214,6 +216,12 @@ async def _ws(path: str, user=None, origin=ORIGIN) -> tuple[bool, int | None]:
         headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
     communicator = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await communicator.connect(timeout=5)
+    if connected:
+        first = await communicator.receive_output(timeout=5)
+        if first["type"] == "websocket.close":
+            connected, code = False, first.get("code")
+        else:
+            assert 'id="transcript"' in first["text"], first  # the catch-up
     await communicator.disconnect()
     return connected, code
 

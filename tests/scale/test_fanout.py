@@ -5,6 +5,8 @@ database. The seq rule (no gap, no repeat) holds throughout."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
@@ -38,9 +40,22 @@ async def _debate(owner):
 
 
 async def _connect(debate, headers, after):
+    """A viewer in the process's subscription and caught up. The socket is accepted before its
+    checks and its join (debates.consumers), so this waits for the join: a frame sent before it
+    would reach a real page through its catch-up from the database, which these frames are not in."""
+    key = (id(get_channel_layer()), frames.group(debate.pk, GROUP_LANGUAGE))
+
+    def ready() -> int:
+        subscription = fanout.hub().subscriptions.get(key)
+        return sum(1 for viewer in subscription.viewers if viewer.ready) if subscription else 0
+
+    before = ready()
     communicator = WebsocketCommunicator(application, f"/ws/debates/{debate.pk}/?after={after}", headers=headers)
     connected, _ = await communicator.connect()
     assert connected
+    async with asyncio.timeout(5):
+        while ready() == before:
+            await asyncio.sleep(0.01)
     return communicator
 
 
