@@ -75,6 +75,61 @@ NO_SOURCES_REFUSAL = gettext_noop(
     "supplied. Add the material (figures, filings, prices) under “%(field)s” or “%(documents)s” on the start form "
     "and start again."
 )
+# What an investment decision names (buy, sell, hold what, how much): the check against a host that
+# calls an ordinary decision one ("should our team go remote?" from the bundled 1.5B model), which
+# would refuse it for want of evidence. A ticker counts as named (an upper-case word), so a miss
+# here only ever keeps the host's reading; only a question naming none of these is read again.
+HOLDING_WORDS = (
+    "投资",
+    "加仓",
+    "减仓",
+    "仓位",
+    "持仓",
+    "建仓",
+    "清仓",
+    "买入",
+    "卖出",
+    "买",
+    "卖",
+    "股",
+    "基金",
+    "债",
+    "币",
+    "房产",
+    "房子",
+    "楼",
+    "资产",
+    "理财",
+    "收益",
+    "估值",
+    "期权",
+    "期货",
+    "黄金",
+    "存款",
+    "储蓄",
+    "养老金",
+    "分红",
+    "定投",
+    "杠杆",
+)
+HOLDING_PATTERN = re.compile(
+    r"invest|\bbuy|\bsell|\bsold\b|stock|shares?\b|equit|\bfunds?\b|\betfs?\b|\bbonds?\b|crypto|"
+    r"bitcoin|\bbtc\b|\beth\b|portfolio|\bposition|\bhold|allocat|valuation|\boptions?\b|futures|"
+    r"\bgold\b|property|real estate|\bhouse|\bhome\b|savings|pension|401\(?k|\bira\b|dividend|"
+    r"\breturns?\b|leverage|\ball[- ]in\b|[$¥€£]",
+    re.IGNORECASE,
+)
+
+
+def names_a_holding(question: str) -> bool:
+    """Whether the question names something bought, sold or held (`HOLDING_WORDS`), or a ticker."""
+    return (
+        any(word in question for word in HOLDING_WORDS)
+        or bool(HOLDING_PATTERN.search(question))
+        or bool(re.search(r"\b[A-Z]{2,5}\b", question))
+    )
+
+
 CITE_FORMAT = "【引用 角色名·R1】“对方原话片段”"
 FIVE_PARTS = (
     "按五要素输出，每项单独成行起头：\n"
@@ -369,6 +424,18 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                 outcome="refused",
             )
     kind = stated or admission.kind
+    if kind == "investment" and not stated and not names_a_holding(question):
+        # Refused for want of evidence, an ordinary decision would never be debated: read it as the
+        # choice it is, and say so (the form's type decides otherwise).
+        kind = "choice"
+        await ctx.warn(
+            "admission_reread",
+            gettext_noop(
+                "The host called this an investment decision, but the question names nothing bought, sold or "
+                "held: it is debated as a choice decision (state the proposition type on the form to decide "
+                "otherwise)."
+            ),
+        )
     if admission.falsifiable is False and kind in DECISIONS and not admission.unsuitable:
         # A decision is tested by its outcome: the seed's falsifiability test is for statements
         # (a truth-seeking proposition, a generality). Small models answer 否 to decisions too.

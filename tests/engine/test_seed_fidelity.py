@@ -218,6 +218,43 @@ async def test_5_an_investment_question_with_evidence_goes_on():
     assert run.outcome == "done" and run.data["proposition_type"] == "investment"
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["我们团队是否应该在明年全面转向远程办公？", "Should our team switch to fully remote work next year?"],
+)
+async def test_5_an_ordinary_decision_the_host_calls_an_investment_is_debated_as_a_choice(question):
+    """The bundled 1.5B host called "should our team go remote?" an investment decision, and the
+    hard stop refused it for want of evidence: a question that names nothing bought, sold or held
+    is read again as a choice decision, and the run says so."""
+    run = await debate(panel_spec(question, token_budget=1), panel_fake(admission=INVESTMENT))
+    assert run.outcome == "done" and run.data["proposition_type"] == "choice"
+    assert "names nothing bought, sold or held" in run.warning("admission_reread").text
+
+
+async def test_5_a_stated_investment_type_is_kept_and_refused_without_evidence():
+    question = "Should our team switch to fully remote work next year?"
+    run = await debate(panel_spec(question, proposition_type="investment"), panel_fake(admission=INVESTMENT))
+    assert run.outcome == "refused" and "not debated without evidence" in run.finished.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("本季度是否应加仓英伟达股票至 10%？", True),
+        ("Should I put half my savings into an index fund?", True),
+        ("Should I go all in on NVDA before earnings?", True),
+        ("Is now the time to sell our house and rent instead?", True),
+        ("是否应该在明年买房？", True),
+        ("我们团队是否应该在明年全面转向远程办公？", False),
+        ("Should our team switch to fully remote work next year?", False),
+        ("Should we rewrite the billing service in Rust?", False),
+        ("要不要让孩子明年转学到寄宿学校？", False),
+    ],
+)
+def test_5_what_counts_as_naming_a_holding(question, names):
+    assert panel.names_a_holding(question) is names
+
+
 # -- 6. concept alignment ------------------------------------------------------------------------------------
 
 DEFINED = (
