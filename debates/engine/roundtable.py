@@ -79,6 +79,20 @@ def suitability(question: str) -> tuple[bool, str]:
     return True, ""
 
 
+# A question that asks for a choice is no fact to look up, whatever a small host answers (the
+# bundled 1.5B model called "should we move the team to a four-day week?" a simple fact, and the
+# table answered it in one turn instead of debating it).
+DECISION_PATTERN = re.compile(
+    r"是否|要不要|该不该|应不应|应该|值不值|值得|还是|哪个|哪种|哪条|如何选|怎么选|利弊|最好|最佳|最合适|"
+    r"\bshould\b|\bwhether\b|\bwhich\b|\bworth\b|\bbetter\b|\bbest\b|\bor\b|\bvs\.?|\bversus\b|\bpros and cons\b",
+    re.IGNORECASE,
+)
+
+
+def asks_a_decision(question: str) -> bool:
+    return bool(DECISION_PATTERN.search(question))
+
+
 def read_suitability(answer: str) -> tuple[str, str]:
     """The host's class ("" for suitable or unreadable: only a named class refuses) and reason,
     in either language whatever the debate's."""
@@ -674,6 +688,14 @@ async def _suitable(ctx: DebateContext, st: TableState, report: ReportBuilder) -
     answer = await ctx.turn(dataclasses.replace(asked, summary_limit=0))
     kind, reason = read_suitability(answer.text)
     report.data["suitability_hint"] = hint
+    if kind == "simple fact" and asks_a_decision(ctx.spec.question):
+        await ctx.warn(
+            "suitability_reread",
+            gettext_noop(
+                "The host called this a simple fact, but the question asks for a choice: the table debates it."
+            ),
+        )
+        return True
     if not kind:
         return True
     await _answer_directly(ctx, st, report, kind, reason)

@@ -443,6 +443,41 @@ async def test_11_a_question_the_host_finds_unsuitable_gets_the_direct_answer_an
     assert "这是一个定义问题" in sections["suitability"] and "Debate anyway" in sections["suitability"]
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Should we move the team to a four-day week?",
+        "What is the best pricing strategy for our SaaS product?",
+        "明年是否应该把团队改成四天工作制？",
+    ],
+)
+async def test_11_a_question_asking_for_a_choice_is_debated_though_the_host_calls_it_a_simple_fact(question):
+    """The bundled 1.5B host called decisions simple facts, and the table answered them in one
+    turn: a question that asks for a choice is debated, and the run says the host's class was set aside."""
+    run = await debate(table_spec(question, no_interrupt=True), table_fake(STANDARD, suitable=SIMPLE_FACT))
+
+    assert run.outcome == "done" and "unsuitable" not in run.warning_codes
+    assert len(of_phase(run, "r1")) == 4
+    assert "asks for a choice" in run.warning("suitability_reread").text
+
+
+@pytest.mark.parametrize(
+    ("question", "decision"),
+    [
+        ("RAG 的全称是什么？", False),
+        ("What is retrieval-augmented generation?", False),
+        ("Who is the author of the Lamrim?", False),
+        ("客服要不要上 RAG？", True),
+        ("Postgres or MySQL for our new service?", True),
+        ("Is it worth rewriting the billing service?", True),
+    ],
+)
+def test_11_what_asks_for_a_choice(question, decision):
+    from debates.engine import roundtable
+
+    assert roundtable.asks_a_decision(question) is decision
+
+
 # -- 12. mode words, and changing the table at the checkpoint ---------------------------------------------------
 
 
