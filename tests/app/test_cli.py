@@ -250,3 +250,17 @@ def test_a_warning_is_marked_once_and_a_rewritten_turn_says_so():
     )
     assert "\n⚠️ Cross-critique" in out and "⚠ ⚠" not in out and "\n⚠ plain\n" in out, out
     assert "↻ written again:\n【A】Second." in out, out
+
+
+def test_a_turn_without_a_summary_prints_no_empty_summary_line():
+    from debates.engine import events as ev
+
+    out = _terminal(
+        [
+            ev.TurnStarted("host:admission", 0, "admission", "host", "Cicero", []),
+            ev.TextDelta("host:admission", "Type: choice decision"),
+            ev.TurnFinished("host:admission", text="", summary="", prompt_tokens=1, completion_tokens=1),
+        ],
+        english=True,
+    )
+    assert "【Cicero】Type: choice decision\n" in out and "Summary" not in out, out

@@ -99,7 +99,10 @@ class TerminalSink:
             self.write(held)
         failed = isinstance(event, ev.TurnFailed)
         summary = "Summary" if self.english else "小结"
-        ending = f"\n  ✗ {event.error}\n" if failed else f"\n  — {summary}: {event.summary}\n"
+        if failed:
+            ending = f"\n  ✗ {event.error}\n"
+        else:  # a classification or a measurement has no summary: no empty line for one
+            ending = f"\n  — {summary}: {event.summary}\n" if event.summary.strip() else "\n"
         if event.key != self.live:
             self.done.append((event.key, ending))  # printed whole once the live turn ends
             return
