@@ -8,11 +8,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agora.settings")
 # Initialise Django before importing anything that touches models (consumers, routing).
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from agora.body_limit import BodyLimitMiddleware, install_in_daphne  # noqa: E402
+from agora.ws_auth import DeferredAuthMiddlewareStack  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.mcp.http import WithMcp  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
@@ -27,7 +27,8 @@ application = ServerLoopMiddleware(
         {
             # /mcp/: the MCP server (streamable HTTP) behind the API tokens; the rest is Django's.
             "http": BodyLimitMiddleware(WithMcp(django_asgi_app)),
-            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            # The user is read by the consumer after it accepts (agora/ws_auth.py).
+            "websocket": AllowedHostsOriginValidator(DeferredAuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )

@@ -23,6 +23,7 @@ from django.http import Http404
 from django.utils.translation import get_supported_language_variant
 from django.utils.translation.trans_real import parse_accept_lang_header
 
+from agora.ws_auth import resolve_user
 from debates import audience, fanout, frames
 from debates.access import via_share_only, viewable_debate
 from debates.live_counts import counts, viewer_key
@@ -64,6 +65,7 @@ class DebateConsumer(AsyncWebsocketConsumer):
         # sent before the checks pass; a viewer they refuse is closed with its code, which the
         # page then shows (a refused handshake carries none).
         await self.accept()
+        await resolve_user(self.scope)  # after the accept, for the same reason (agora/ws_auth.py)
         try:
             debate = await database_sync_to_async(viewable_debate)(
                 self.scope, self.debate_id, query.get("share", [None])[0]

@@ -203,7 +203,7 @@ def test_running_limit_also_holds_for_resume(db, alice, no_runs):
     assert failed.status == "failed" and no_runs == []
 
 
-# -- the WebSocket: same rules, through AllowedHostsOriginValidator and AuthMiddlewareStack ------------
+# -- the WebSocket: same rules, through AllowedHostsOriginValidator and the deferred auth stack ------
 
 
 async def _ws(path: str, user=None, origin=ORIGIN) -> tuple[bool, int | None]:

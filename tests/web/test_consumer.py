@@ -193,3 +193,25 @@ async def test_revoking_a_share_link_closes_only_the_sockets_opened_through_it(l
     assert await visitor.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
     assert await owner.receive_nothing(timeout=0.5)
     await owner.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_socket_reads_its_user_only_after_the_consumer_accepted(alice):
+    """Channels' stack read the session and the user on the database thread before the consumer
+    ran; under load the handshake waited behind it past daphne's connect timeout."""
+    from django.utils.functional import empty
+
+    from agora.ws_auth import DeferredAuthMiddlewareStack, resolve_user
+
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    seen = {}
+
+    async def consumer(scope, receive, send):
+        seen["ready_on_entry"] = scope["user"]._wrapped is not empty
+        await resolve_user(scope)
+        seen["user"] = scope["user"].username
+
+    await DeferredAuthMiddlewareStack(consumer)({"type": "websocket", "headers": [(b"cookie", cookie)]}, None, None)
+    assert seen == {"ready_on_entry": False, "user": "alice"}

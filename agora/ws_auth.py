@@ -1,0 +1,30 @@
+"""The WebSocket's user, looked up by the consumer once it has accepted the socket.
+
+Channels' `AuthMiddlewareStack` reads the session and the user on the database thread before the
+consumer is even called. Under load that read waits behind everything else on that thread (a
+hundred debates starting, their pages rendering), and daphne drops a handshake nobody answered
+within its 5 s connect timeout: the live page's consumer accepts at once and checks after
+(`debates.consumers`), so the user is resolved there, after the accept. Until then `scope["user"]`
+is channels' lazy object, which refuses to be read before it is ready.
+"""
+
+from __future__ import annotations
+
+from channels.auth import AuthMiddleware, get_user
+from channels.sessions import CookieMiddleware, SessionMiddleware
+
+
+class DeferredAuthMiddleware(AuthMiddleware):
+    """AuthMiddleware that leaves the user to `resolve_user` (the consumer calls it)."""
+
+    async def resolve_scope(self, scope) -> None:
+        return None
+
+
+def DeferredAuthMiddlewareStack(inner):  # noqa: N802 - as channels names its AuthMiddlewareStack
+    return CookieMiddleware(SessionMiddleware(DeferredAuthMiddleware(inner)))
+
+
+async def resolve_user(scope) -> None:
+    """Read the session's user into `scope["user"]` (on the database thread, as channels does)."""
+    scope["user"]._wrapped = await get_user(scope)
