@@ -4,8 +4,9 @@ Channels' `AuthMiddlewareStack` reads the session and the user on the database t
 consumer is even called. Under load that read waits behind everything else on that thread (a
 hundred debates starting, their pages rendering), and daphne drops a handshake nobody answered
 within its 5 s connect timeout: the live page's consumer accepts at once and checks after
-(`debates.consumers`), so the user is resolved there, after the accept. Until then `scope["user"]`
-is channels' lazy object, which refuses to be read before it is ready.
+(`debates.consumers`), so the user is resolved there, after the accept, in the same trip to the
+database thread as the check. Until then `scope["user"]` is channels' lazy object, which refuses
+to be read before it is ready.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def DeferredAuthMiddlewareStack(inner):  # noqa: N802 - as channels names its Au
     return CookieMiddleware(SessionMiddleware(DeferredAuthMiddleware(inner)))
 
 
-async def resolve_user(scope) -> None:
-    """Read the session's user into `scope["user"]` (on the database thread, as channels does)."""
-    scope["user"]._wrapped = await get_user(scope)
+def resolve_user(scope) -> None:
+    """Read the session's user into `scope["user"]`; on the database thread (sync), with channels'
+    own lookup (`get_user` is its database_sync_to_async wrapper: `.func` is the lookup)."""
+    scope["user"]._wrapped = get_user.func(scope)

@@ -65,11 +65,8 @@ class DebateConsumer(AsyncWebsocketConsumer):
         # sent before the checks pass; a viewer they refuse is closed with its code, which the
         # page then shows (a refused handshake carries none).
         await self.accept()
-        await resolve_user(self.scope)  # after the accept, for the same reason (agora/ws_auth.py)
         try:
-            debate = await database_sync_to_async(viewable_debate)(
-                self.scope, self.debate_id, query.get("share", [None])[0]
-            )
+            debate = await database_sync_to_async(_admitted)(self.scope, self.debate_id, query.get("share", [None])[0])
         except Http404:
             await self.close(code=NOT_FOUND)
             return
@@ -170,6 +167,13 @@ class DebateConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None):
         """The page sends nothing the server acts on; forms go through HTTP views."""
+
+
+def _admitted(scope, debate_id: int, share: str | None):
+    """The debate, if this socket's user (read here, after the accept: agora/ws_auth.py) may see
+    it; one trip to the database thread for both."""
+    resolve_user(scope)
+    return viewable_debate(scope, debate_id, share)
 
 
 def _int(value: str) -> int:

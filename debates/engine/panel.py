@@ -80,38 +80,9 @@ NO_SOURCES_REFUSAL = gettext_noop(
 # would refuse it for want of evidence. A ticker counts as named (an upper-case word), so a miss
 # here only ever keeps the host's reading; only a question naming none of these is read again.
 HOLDING_WORDS = (
-    "投资",
-    "加仓",
-    "减仓",
-    "仓位",
-    "持仓",
-    "建仓",
-    "清仓",
-    "买入",
-    "卖出",
-    "买",
-    "卖",
-    "股",
-    "基金",
-    "债",
-    "币",
-    "房产",
-    "房子",
-    "楼",
-    "资产",
-    "理财",
-    "收益",
-    "估值",
-    "期权",
-    "期货",
-    "黄金",
-    "存款",
-    "储蓄",
-    "养老金",
-    "分红",
-    "定投",
-    "杠杆",
-)
+    "投资 加仓 减仓 仓位 持仓 建仓 清仓 买入 卖出 买 卖 股 基金 债 币 房产 房子 楼 资产 理财 收益 估值 期权 期货 "
+    "黄金 存款 储蓄 养老金 分红 定投 杠杆"
+).split()
 HOLDING_PATTERN = re.compile(
     r"invest|\bbuy|\bsell|\bsold\b|stock|shares?\b|equit|\bfunds?\b|\betfs?\b|\bbonds?\b|crypto|"
     r"bitcoin|\bbtc\b|\beth\b|portfolio|\bposition|\bhold|allocat|valuation|\boptions?\b|futures|"

@@ -210,7 +210,7 @@ async def test_the_socket_reads_its_user_only_after_the_consumer_accepted(alice)
 
     async def consumer(scope, receive, send):
         seen["ready_on_entry"] = scope["user"]._wrapped is not empty
-        await resolve_user(scope)
+        await database_sync_to_async(resolve_user)(scope)
         seen["user"] = scope["user"].username
 
     await DeferredAuthMiddlewareStack(consumer)({"type": "websocket", "headers": [(b"cookie", cookie)]}, None, None)
