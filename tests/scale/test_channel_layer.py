@@ -20,7 +20,7 @@ def clock(monkeypatch):
 
 def test_it_is_the_default_layer_without_redis(settings):
     if settings.REDIS_URL:
-        pytest.skip("REDIS_URL is set: the layer is channels-redis's")
+        pytest.skip("REDIS_URL is set: the layer is the Redis one (agora.channel_layers.RedisChannelLayer)")
     assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "agora.channel_layers.InMemoryChannelLayer"
     assert isinstance(get_channel_layer(), InMemoryChannelLayer)
 
