@@ -264,3 +264,45 @@ def test_a_turn_without_a_summary_prints_no_empty_summary_line():
         english=True,
     )
     assert "【Cicero】Type: choice decision\n" in out and "Summary" not in out, out
+
+
+def test_a_turn_the_format_replaced_shows_what_replaced_it():
+    """The panel's baseline measurement streams a few tokens of model text, then the format puts the
+    line saying what was measured in its place: the terminal prints that line too, as the page
+    shows it; a turn that finished as it streamed is not printed twice."""
+    from debates.engine import events as ev
+
+    measured = "(Baseline measurement, not a speech.)"
+    out = _terminal(
+        [
+            ev.TurnStarted("host:measure", 0, "measure", "host", "Cicero", []),
+            ev.TextDelta("host:measure", "### Five **Ba"),
+            ev.TurnFinished("host:measure", text=measured, summary="", prompt_tokens=1, completion_tokens=1),
+            ev.TurnStarted("duel:1:a", 1, "r1", "a", "A", []),
+            ev.TextDelta("duel:1:a", "Speech: I hold this."),
+            ev.TurnFinished(
+                "duel:1:a", text="Speech: I hold this.", summary="Held.", prompt_tokens=1, completion_tokens=1
+            ),
+        ],
+        english=True,
+    )
+    assert f"### Five **Ba\n  ↳ {measured}\n" in out, out
+    assert out.count("I hold this.") == 1, out
+
+
+def test_a_speech_that_carries_its_summary_line_is_not_summed_up_twice():
+    from debates.engine import events as ev
+
+    out = _terminal(
+        [
+            ev.TurnStarted("duel:1:a", 1, "r1", "a", "A", []),
+            ev.TextDelta("duel:1:a", "Speech: I hold this.\nSummary: I hold it."),
+            ev.TurnFinished("duel:1:a", text="", summary="I hold it.", prompt_tokens=1, completion_tokens=1),
+            ev.TurnStarted("duel:1:b", 1, "r1", "b", "B", []),
+            ev.TextDelta("duel:1:b", "Speech: I do not."),
+            ev.TurnFinished("duel:1:b", text="", summary="B does not.", prompt_tokens=1, completion_tokens=1),
+        ],
+        english=True,
+    )
+    assert out.count("I hold it.") == 1 and "— Summary: I hold it." not in out, out
+    assert "— Summary: B does not." in out, out  # no line of its own: the summary under it

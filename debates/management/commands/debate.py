@@ -17,6 +17,7 @@ from debates.engine import events as ev
 from debates.engine import registry
 from debates.engine.i18n import Text, for_reader
 from debates.engine.reading import BODY_LABELS, replaced_key, without_body_label
+from debates.engine.text import OWN_SUMMARY_LABELS, field_value
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
 from debates.models import SearchProvider
 from debates.specs import question_language
@@ -38,6 +39,7 @@ class TerminalSink:
         # The live turn's first characters, held until they show whether the speech opens with its
         # form's label ("正文：", "Speech:"), which goes, as on the page (`without_body_label`).
         self.opening: dict[str, str] = {}
+        self.streamed: dict[str, list[str]] = {}  # the live turns' text as printed
 
     def said(self, message) -> str:
         """An engine message (a phase's title, a warning, the checkpoint's question) in the active
@@ -66,6 +68,7 @@ class TerminalSink:
                 self.write(f"\n【{self.names[event.key]}】{query}")
         elif isinstance(event, ev.TextDelta):
             if event.key == self.live:
+                self.streamed.setdefault(event.key, []).append(event.text)
                 self.write(self._unlabelled(event.key, event.text))
             else:
                 self.buffers.setdefault(event.key, []).append(event.text)
@@ -95,14 +98,22 @@ class TerminalSink:
 
     def _end_turn(self, event) -> None:
         held = self.opening.pop(event.key, "")  # a speech that ended within a label's length ("正")
+        streamed = "".join(self.streamed.pop(event.key, []))
         if event.key == self.live:
             self.write(held)
+            if not isinstance(event, ev.TurnFailed) and _replaced(streamed, event.text):
+                # The format put other words in its place (a measurement's few tokens become the
+                # line saying what was measured): the reader gets what the page then shows.
+                self.write(f"\n  ↳ {event.text.strip()}")
         failed = isinstance(event, ev.TurnFailed)
         summary = "Summary" if self.english else "小结"
         if failed:
             ending = f"\n  ✗ {event.error}\n"
-        else:  # a classification or a measurement has no summary: no empty line for one
-            ending = f"\n  — {summary}: {event.summary}\n" if event.summary.strip() else "\n"
+        elif not event.summary.strip() or field_value(streamed or event.text, OWN_SUMMARY_LABELS):
+            # None (a classification, a measurement), or the speech's own "小结：" line just printed it.
+            ending = "\n"
+        else:
+            ending = f"\n  — {summary}: {event.summary}\n"
         if event.key != self.live:
             self.done.append((event.key, ending))  # printed whole once the live turn ends
             return
@@ -117,6 +128,12 @@ class TerminalSink:
         if still_running:
             self.live = still_running[0]
             self.write(f"\n【{self.names[self.live]}】{self._unlabelled(self.live, ''.join(self.buffers[self.live]))}")
+
+
+def _replaced(streamed: str, finished: str) -> bool:
+    """Whether the turn's finished text is not the one that streamed (the format replaced it)."""
+    said, kept = without_body_label(streamed).strip()[:20], without_body_label(finished).strip()[:20]
+    return bool(kept) and not (said.startswith(kept) or kept.startswith(said))
 
 
 def parse_positions(text: str) -> dict[str, str]:
