@@ -12,7 +12,7 @@ to be read before it is ready.
 from __future__ import annotations
 
 from channels.auth import AuthMiddleware, get_user
-from channels.sessions import CookieMiddleware, SessionMiddleware
+from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 
 
 class DeferredAuthMiddleware(AuthMiddleware):
@@ -22,8 +22,22 @@ class DeferredAuthMiddleware(AuthMiddleware):
         return None
 
 
+class SocketSessionMiddleware(SessionMiddleware):
+    """Channels' SessionMiddleware for WebSockets, without its wrapper around `send`.
+
+    The wrapper saves a modified session when an HTTP response starts, which a WebSocket never
+    sends, yet it read the session's state through its lazy object on every message: 3% of the
+    process's CPU with 100 debates streaming to 300 viewers (bench/README.md). The session is
+    still the scope's, read lazily, as before."""
+
+    async def __call__(self, scope, receive, send):
+        wrapper = InstanceSessionWrapper(scope, send)
+        await wrapper.resolve_session()
+        return await self.inner(wrapper.scope, receive, send)
+
+
 def DeferredAuthMiddlewareStack(inner):  # noqa: N802 - as channels names its AuthMiddlewareStack
-    return CookieMiddleware(SessionMiddleware(DeferredAuthMiddleware(inner)))
+    return CookieMiddleware(SocketSessionMiddleware(DeferredAuthMiddleware(inner)))
 
 
 def resolve_user(scope) -> None:

@@ -215,3 +215,31 @@ async def test_the_socket_reads_its_user_only_after_the_consumer_accepted(alice)
 
     await DeferredAuthMiddlewareStack(consumer)({"type": "websocket", "headers": [(b"cookie", cookie)]}, None, None)
     assert seen == {"ready_on_entry": False, "user": "alice"}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_socket_stack_hands_the_consumer_the_servers_own_send(alice):
+    """Channels' session wrapper read the session's state on every frame sent, for a save only an
+    HTTP response can trigger; the WebSocket stack passes daphne's `send` through untouched and
+    still gives the consumer the session."""
+    from agora.ws_auth import DeferredAuthMiddlewareStack, resolve_user
+
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    sent, seen = [], {}
+
+    async def server_send(message):
+        sent.append(message)
+
+    async def consumer(scope, receive, send):
+        seen["send"] = send
+        await database_sync_to_async(resolve_user)(scope)
+        seen["session_key"] = scope["session"].session_key
+        await send({"type": "websocket.send", "text": "frame"})
+
+    scope = {"type": "websocket", "headers": [(b"cookie", cookie)]}
+    await DeferredAuthMiddlewareStack(consumer)(scope, None, server_send)
+    assert seen["send"] is server_send
+    assert seen["session_key"] == client.cookies["sessionid"].value
+    assert sent == [{"type": "websocket.send", "text": "frame"}]
