@@ -4,6 +4,8 @@ a phase, a status: never per token); the page counts it down between stages."""
 
 from __future__ import annotations
 
+from django.db.models import Case, TextField, Value, When
+
 from debates.engine import registry
 from debates.engine.estimate import Estimate, Seen, time_left
 from debates.models import Debate, Status, Turn
@@ -17,14 +19,19 @@ def estimate(debate: Debate) -> Estimate | None:
     if debate.status != Status.RUNNING or not debate.rounds_planned:
         return None
     fmt = registry.get(debate.format)
-    rows = debate.turns.values_list("pk", "round", "speaker_slug", "state", "completion_tokens")
-    # What the running turns have streamed so far (only theirs: a finished turn's text is not read).
-    running_texts = debate.turns.filter(state=Turn.State.RUNNING).values_list("pk", "text", "thinking")
-    written = {pk: estimate_tokens(text) + estimate_tokens(thinking) for pk, text, thinking in running_texts}
+
+    # What the running turns have streamed so far, in the same read (only theirs: a finished
+    # turn's text is not read; this runs at every turn's start and end).
+    def if_running(name: str) -> Case:
+        return Case(When(state=Turn.State.RUNNING, then=name), default=Value(""), output_field=TextField())
+
+    rows = debate.turns.values_list(
+        "round", "speaker_slug", "state", "completion_tokens", if_running("text"), if_running("thinking")
+    )
     seen, streamed, in_rounds = [], 0, False
-    for pk, round_no, speaker, state, completion in rows:
+    for round_no, speaker, state, completion, text, thinking in rows:
         running = state == Turn.State.RUNNING
-        tokens = written.get(pk, 0) if running else completion
+        tokens = estimate_tokens(text) + estimate_tokens(thinking) if running else completion
         streamed += tokens if running else 0
         seen.append(Seen(round_no, speaker, tokens, running=running, closing=not round_no and in_rounds))
         in_rounds = in_rounds or bool(round_no)
