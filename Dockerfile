@@ -23,4 +23,4 @@ USER agora
 EXPOSE 8000
 # Without --proxy-headers: the image may be published directly, where X-Forwarded-For is whatever a
 # client writes. Behind the documented proxy, run it with --proxy-headers and BEHIND_HTTPS_PROXY=1.
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "agora.asgi:application"]
+CMD ["python", "-m", "agora.web", "-b", "0.0.0.0", "-p", "8000", "agora.asgi:application"]

@@ -574,6 +574,9 @@ def healthz(request):
     from channels.layers import get_channel_layer
     from django.db import connection
 
+    from agora.event_loop import kind_of
+    from debates.runner import debate_loop
+
     checks = {}
     try:
         with connection.cursor() as cursor:
@@ -590,4 +593,7 @@ def healthz(request):
     except Exception as error:
         checks["channel_layer"] = f"error: {type(error).__name__}"
     healthy = all(v == "ok" for v in checks.values())
-    return JsonResponse({"ok": healthy, **checks}, status=200 if healthy else 503)
+    # Which event loop the server runs on (agora/event_loop.py): not a check, a fact to see.
+    loop = debate_loop.server_loop
+    about = {"event_loop": kind_of(loop)} if loop is not None else {}
+    return JsonResponse({"ok": healthy, **checks, **about}, status=200 if healthy else 503)

@@ -82,7 +82,7 @@ class AgoraServer:
     health_path = "/"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agora.asgi:application"]
+        return [sys.executable, "-m", "agora.web", "-b", "127.0.0.1", "-p", str(self.port), "agora.asgi:application"]
 
     popen_options: dict = {}
 

@@ -83,6 +83,9 @@ def test_a_real_server_stops_a_debate_and_shuts_down_without_an_error(tmp_path, 
     server = kind(tmp_path, fake_llm.base_url, template_db).start()
     try:
         session = Browser(server.url)
+        # Both run on uvloop (agora/event_loop.py): `python -m agora.web` and manage.py choose it
+        # before daphne makes its loop.
+        assert session.json("/healthz")["event_loop"] == "uvloop"
         session.log_in("alice", USERS["alice"])
         pk = session.start_debate({"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel", "rounds": "2"})
         export = f"/debates/{pk}/export.json"

@@ -169,6 +169,7 @@ async def test_two_processes_share_the_debates_and_a_crash_of_the_set_resumes_ea
     fake_llm.token_delay = 0.01
     fake_llm.script = lambda body: default_reply(body) + prose(60)  # turns of about a second
     browser = Browser(server.url)
+    assert browser.json("/healthz")["event_loop"] == "uvloop"  # its children run `python -m agora.web`
     browser.log_in("alice", USERS["alice"])
     ids = [browser.start_debate({"topic": f"{TOPIC}（{i}）", "format": "duel", "rounds": "1"}) for i in range(6)]
     over = asyncio.Event()

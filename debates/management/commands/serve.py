@@ -51,7 +51,7 @@ class Command(BaseCommand):
         listener.bind((bind, port))
         listener.listen(1024)
         fd = listener.fileno()
-        command = [sys.executable, "-m", "daphne", "--fd", str(fd), "agora.asgi:application"]
+        command = [sys.executable, "-m", "agora.web", "--fd", str(fd), "agora.asgi:application"]
         if proxy_headers:
             command.insert(3, "--proxy-headers")
         env = {**os.environ, "AGORA_PROCESSES": str(processes)}

@@ -1,0 +1,21 @@
+"""`python -m agora.web [daphne's options] agora.asgi:application`: daphne, on uvloop.
+
+daphne makes its event loop when it is imported, so the loop is chosen here first
+(agora/event_loop.py); every option is daphne's own.
+"""
+
+from agora.event_loop import install
+
+
+def main() -> None:
+    install()
+    import sys
+
+    from daphne.cli import CommandLineInterface
+
+    sys.argv[0] = "daphne"  # its usage line names daphne
+    CommandLineInterface.entrypoint()
+
+
+if __name__ == "__main__":
+    main()
