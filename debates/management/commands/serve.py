@@ -3,9 +3,8 @@ and WebSockets and running debates on its own event loop (one per core: Python r
 code at a time, so one process never uses more than a core).
 
 The socket is opened here once and handed to every child (`python -m agora.web --fd`: daphne on
-uvloop, agora/event_loop.py), so the kernel spreads
-the connections among them and no proxy is needed in front. The processes share the database and
-reach each other's viewers through Redis (REDIS_URL; the in-memory channel layer stays inside one
+uvloop, agora/event_loop.py), so the kernel spreads the connections among them and no proxy is
+needed in front. The processes share the database and reach each other's viewers through Redis (REDIS_URL; the in-memory channel layer stays inside one
 process). Each child is told how many siblings it has (AGORA_PROCESSES), so that at start it takes
 over only the debates nobody drives (`debates.control.watch_orphans`), never a sibling's.
 
