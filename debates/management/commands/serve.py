@@ -4,9 +4,10 @@ code at a time, so one process never uses more than a core).
 
 The socket is opened here once and handed to every child (`python -m agora.web --fd`: daphne on
 uvloop, agora/event_loop.py), so the kernel spreads the connections among them and no proxy is
-needed in front. The processes share the database and reach each other's viewers through Redis (REDIS_URL; the in-memory channel layer stays inside one
-process). Each child is told how many siblings it has (AGORA_PROCESSES), so that at start it takes
-over only the debates nobody drives (`debates.control.watch_orphans`), never a sibling's.
+needed in front. The processes share the database and reach each other's viewers through Redis
+(REDIS_URL; the in-memory channel layer stays inside one process). Each child is told how many
+siblings it has (AGORA_PROCESSES), so that at start it takes over only the debates nobody drives
+(`debates.control.watch_orphans`), never a sibling's.
 
 If one child exits, the others are stopped and this command exits with an error, so a supervisor
 (systemd, a container runtime) restarts the set; SIGTERM and Ctrl-C stop them all.
