@@ -126,9 +126,12 @@ def _turns(entries: list) -> list:
     return [e for e in entries if not isinstance(e, dict)]
 
 
-def stage_of(debate: Debate, turns=None) -> dict:
-    """What the sticky stage shows: the phase and round now, who is speaking, the budget."""
+def stage_of(debate: Debate, turns=None, drawn=None) -> dict:
+    """What the sticky stage shows: the phase and round now, who is speaking, the budget.
+    `drawn` (debates.known_turns.Drawn): the turns as the running debate's sink knows them."""
     unfinished = (Turn.State.RUNNING, Turn.State.FAILED, Turn.State.INTERRUPTED)
+    if turns is None and drawn is not None:
+        turns = drawn.unfinished
     if turns is None:
         if not hasattr(debate, "unfinished_drawn"):  # once for the stage of every language
             # debate_id too: the related manager reads it from every row (a query each, deferred).
@@ -150,17 +153,17 @@ def stage_of(debate: Debate, turns=None) -> dict:
         "failed_turn": any(t.state in unfinished[1:] for t in turns),
         "percent": min(100, round(100 * used / debate.token_cap)) if debate.token_cap else None,
         "table": table_change.table_at_checkpoint(debate) if debate.status == "waiting" else None,
-        "left": left_of(debate),
+        "left": left_of(debate, drawn),
     }
 
 
-def left_of(debate: Debate) -> dict | None:
+def left_of(debate: Debate, drawn=None) -> dict | None:
     """The time left while it runs: {"seconds", "minutes"} once the debate has a token rate,
     {} before (estimating); None when it is not running."""
     if debate.status != "running":
         return None
     if not hasattr(debate, "estimate_drawn"):  # once for the stage of every language
-        debate.estimate_drawn = time_left.estimate(debate)
+        debate.estimate_drawn = time_left.estimate(debate, drawn)
     estimate = debate.estimate_drawn
     if estimate is None or estimate.seconds is None:
         return {}
@@ -218,9 +221,10 @@ def phase(entry: dict) -> str:
     return part("phase_section", section=section, oob="beforeend:#transcript")
 
 
-def status(debate: Debate) -> str:
-    """The stage, the screen reader's announcement and the actions: what changes with the state."""
-    context = {"debate": debate, "stage": stage_of(debate), "oob": True}
+def status(debate: Debate, drawn=None) -> str:
+    """The stage, the screen reader's announcement and the actions: what changes with the state
+    (`drawn`: the turns as the running debate's sink knows them, debates.known_turns)."""
+    context = {"debate": debate, "stage": stage_of(debate, drawn=drawn), "oob": True}
     return part("status", **context) + part("announce", **context) + part("actions", **context)
 
 

@@ -31,10 +31,12 @@ from debates.engine import events as ev
 from debates.engine.i18n import Text, verbatim
 from debates.engine.report import warning_dict
 from debates.flusher import flusher_for, storable
+from debates.known_turns import Drawn, KnownTurn, KnownTurns
 from debates.leases import LeaseLost
 from debates.models import FINAL_STATUSES, Debate, Report, Seat, Status, Turn
 from debates.pace import Pace
 from debates.providers.base import estimate_tokens, token_counts
+from debates.time_left import seats_of
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +111,12 @@ class DjangoSink:
         self.section: int | None = None  # the position of the phase new turns belong to
         self.flusher = None
         self.debate: Debate | None = None  # the row as last read: the meter of delta frames
+        self.known: KnownTurns | None = None  # what the stage reads of the turns (open() loads it)
         self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
 
     async def open(self) -> None:
-        self.seq, self.position, self.section, self.turn_pks, self.debate = await database_sync_to_async(self._load)()
+        loaded = await database_sync_to_async(self._load)()
+        self.seq, self.position, self.section, self.turn_pks, self.debate, self.known = loaded
         try:  # as the pages drew it: announced again only when a phase moves it
             self.audience_window = await database_sync_to_async(audience.window)(self.debate_id)
         except Exception:  # the audience must never stop a debate
@@ -123,7 +127,10 @@ class DjangoSink:
         top = debate.turns.aggregate(m=Max("position"))["m"] or 0
         section = max((p["position"] for p in debate.phases), default=None)  # where new turns go
         top = max(top, section or 0)
-        return debate.seq, top, section, dict(debate.turns.values_list("key", "pk")), debate
+        fields = ("key", "pk", "round", "speaker_slug", "speaker_name", "speaker_name_en", "state", "completion_tokens")
+        rows = list(debate.turns.values_list(*fields))  # in transcript order
+        known = KnownTurns({key: KnownTurn(*rest) for key, _pk, *rest in rows}, seats_of(debate))
+        return debate.seq, top, section, {key: pk for key, pk, *_ in rows}, debate, known
 
     async def close(self) -> None:
         await self.flush()
@@ -243,6 +250,23 @@ class DjangoSink:
             fields["started_at"], fields["finished_at"] = now, None
         return fields
 
+    def _drawn(self) -> Drawn | None:
+        """The turns as this sink knows them, for the stage it draws (debates.known_turns); None
+        before `open` (the stage then reads the rows)."""
+        if self.known is None:
+            return None
+        streamed = {
+            key: cjk + (other + 3) // 4 + thinking_cjk + (thinking_other + 3) // 4
+            for key, (cjk, other) in self.counts.items()
+            for thinking_cjk, thinking_other in [self.thinking_counts.get(key, (0, 0))]
+        }
+        return Drawn(self.known.unfinished(), self.known.estimate_rows(streamed), self.known.seats)
+
+    def _turn_known(self, key: str, **fields) -> None:
+        if self.known is not None and key in self.known.turns:
+            for name, value in fields.items():
+                setattr(self.known.turns[key], name, value)
+
     def _apply(self, handler, event) -> dict[str, str]:
         """Write the event's change (its handler returns how to draw it), then draw it once per
         language watched, outside the transaction (after the commit: `frames.watched`)."""
@@ -261,8 +285,10 @@ class DjangoSink:
             fields["finished_at"] = now
         if status in (Status.DONE, Status.STOPPED, Status.FAILED):
             self._mark_running_turns(status)
-        debate = self._bump(**fields)
-        return lambda: frames.status(debate)
+        if status == Status.RUNNING and self.known is not None:
+            self.known.seats = seats_of(Debate(pk=self.debate_id))  # a resume may follow a change of seats
+        debate, drawn = self._bump(**fields), self._drawn()
+        return lambda: frames.status(debate, drawn)
 
     def _mark_running_turns(self, status) -> None:
         # A stop or failure leaves no turn "running": its partial text stays, marked as cut short.
@@ -271,6 +297,9 @@ class DjangoSink:
         for key, pace in self.paces.items():  # their pace so far, as a turn that ends keeps it
             running.filter(pk=self.turn_pks[key]).update(pace=pace.points)
         running.update(state=state)
+        for turn in self.known.turns.values() if self.known is not None else ():
+            if turn.state == Turn.State.RUNNING:
+                turn.state = state
 
     def _on_PhaseStarted(self, event: ev.PhaseStarted) -> str:  # noqa: N802
         debate = Debate.objects.get(pk=self.debate_id)
@@ -287,8 +316,8 @@ class DjangoSink:
             entry["note"] = storable(event.note)
         self._bump(phases=[*debate.phases, entry])
         self.section = entry["position"]
-        debate = self.debate
-        return lambda: frames.phase(entry) + frames.status(debate)
+        debate, drawn = self.debate, self._drawn()
+        return lambda: frames.phase(entry) + frames.status(debate, drawn)
 
     def _on_TurnStarted(self, event: ev.TurnStarted) -> str:  # noqa: N802
         fields = {
@@ -330,8 +359,12 @@ class DjangoSink:
         self.counts[event.key] = (0, 0)
         self.thoughts[event.key] = ""
         self.thinking_counts[event.key] = (0, 0)
-        debate, section = self._bump(), self.section
-        return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate)
+        if self.known is not None:  # a turn written again keeps its place, a new one comes last
+            self.known.turns[event.key] = KnownTurn(
+                event.round, event.speaker, event.speaker_name, event.speaker_name_en, Turn.State.RUNNING
+            )
+        debate, section, drawn = self._bump(), self.section, self._drawn()
+        return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate, drawn)
 
     def _on_TurnFinished(self, event: ev.TurnFinished) -> str:  # noqa: N802
         if event.replayed:
@@ -352,9 +385,10 @@ class DjangoSink:
             **self._pace_of(event.key),
         )
         self._forget(event.key)
-        debate = self._bump(**self._totals())
+        self._turn_known(event.key, state=Turn.State.DONE, completion_tokens=event.completion_tokens)
+        debate, drawn = self._bump(**self._totals()), self._drawn()
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.status(debate)
+        return lambda: frames.turn(turn, new=False) + frames.status(debate, drawn)
 
     def _pace_of(self, key: str) -> dict:
         """When the ended turn's text arrived (the flusher kept it in memory, a point per write):
@@ -372,7 +406,7 @@ class DjangoSink:
             text=storable(event.partial_text),
             thinking=storable(event.partial_thinking or self.thoughts.get(event.key, "")),
             reasoning_tokens=estimate_tokens(event.partial_thinking),  # as the engine charged it
-            state=Turn.State.INTERRUPTED if event.error == "stopped" else Turn.State.FAILED,
+            state=self._failed_state(event),
             error=event.error,
             prompt_tokens=event.prompt_tokens,
             completion_tokens=event.completion_tokens,
@@ -382,9 +416,14 @@ class DjangoSink:
             **self._pace_of(event.key),
         )
         self._forget(event.key)
-        debate = self._bump(**self._totals())
+        self._turn_known(event.key, state=self._failed_state(event), completion_tokens=event.completion_tokens)
+        debate, drawn = self._bump(**self._totals()), self._drawn()
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.status(debate)
+        return lambda: frames.turn(turn, new=False) + frames.status(debate, drawn)
+
+    @staticmethod
+    def _failed_state(event: ev.TurnFailed) -> str:
+        return Turn.State.INTERRUPTED if event.error == "stopped" else Turn.State.FAILED
 
     def _totals(self) -> dict:
         """Every call paid for: each turn's last attempt plus the earlier attempts in its history,
@@ -430,8 +469,8 @@ class DjangoSink:
             fields["token_cap"] = event.cap
         if not fields:
             return ""
-        debate = self._bump(**fields)
-        return lambda: frames.status(debate)
+        debate, drawn = self._bump(**fields), self._drawn()
+        return lambda: frames.status(debate, drawn)
 
     def _on_Checkpoint(self, event: ev.Checkpoint) -> str:  # noqa: N802
         debate = self._bump(

@@ -14,24 +14,17 @@ from debates.providers.base import estimate_tokens
 HOSTS = ("host", "moderator")
 
 
-def estimate(debate: Debate) -> Estimate | None:
-    """The estimate of a running debate whose format has said its rounds; None otherwise."""
+def estimate(debate: Debate, drawn=None) -> Estimate | None:
+    """The estimate of a running debate whose format has said its rounds; None otherwise.
+    `drawn` (debates.known_turns.Drawn): the turns and seats as the running debate's sink knows
+    them; without it they are read here."""
     if debate.status != Status.RUNNING or not debate.rounds_planned:
         return None
     fmt = registry.get(debate.format)
-
-    # What the running turns have streamed so far, in the same read (only theirs: a finished
-    # turn's text is not read; this runs at every turn's start and end).
-    def if_running(name: str) -> Case:
-        return Case(When(state=Turn.State.RUNNING, then=name), default=Value(""), output_field=TextField())
-
-    rows = debate.turns.values_list(
-        "round", "speaker_slug", "state", "completion_tokens", if_running("text"), if_running("thinking")
-    )
+    rows, seats = (drawn.rows, drawn.seats) if drawn is not None else (turn_rows(debate), seats_of(debate))
     seen, streamed, in_rounds = [], 0, False
-    for round_no, speaker, state, completion, text, thinking in rows:
+    for round_no, speaker, state, tokens in rows:
         running = state == Turn.State.RUNNING
-        tokens = estimate_tokens(text) + estimate_tokens(thinking) if running else completion
         streamed += tokens if running else 0
         seen.append(Seen(round_no, speaker, tokens, running=running, closing=not round_no and in_rounds))
         in_rounds = in_rounds or bool(round_no)
@@ -40,7 +33,32 @@ def estimate(debate: Debate) -> Estimate | None:
         if turn.round:
             by_round.setdefault(turn.round, set()).add(turn.speaker)
     speakers = max(map(len, by_round.values()), default=0)
-    seats = debate.seats.exclude(persona__kind__in=HOSTS).count()
     planned = fmt.turns_planned(debate.rounds_planned, max(seats, speakers, fmt.seating.count[0]))
     allowance = {**fmt.tokens, **((debate.options or {}).get("max_tokens") or {})}
     return time_left(planned, allowance, seen, debate.completion_tokens + streamed, debate.running_time)
+
+
+def turn_rows(debate: Debate) -> list[tuple[int, str, str, int]]:
+    """(round, speaker, state, tokens) per turn in transcript order: a finished turn's completion
+    tokens, a running one's streamed so far (only its text is read: a finished turn's is not)."""
+
+    def if_running(name: str) -> Case:
+        return Case(When(state=Turn.State.RUNNING, then=name), default=Value(""), output_field=TextField())
+
+    rows = debate.turns.values_list(
+        "round", "speaker_slug", "state", "completion_tokens", if_running("text"), if_running("thinking")
+    )
+    return [
+        (
+            round_no,
+            speaker,
+            state,
+            estimate_tokens(text) + estimate_tokens(thinking) if state == Turn.State.RUNNING else completion,
+        )
+        for round_no, speaker, state, completion, text, thinking in rows
+    ]
+
+
+def seats_of(debate: Debate) -> int:
+    """The seats that speak (the host or moderator does not)."""
+    return debate.seats.exclude(persona__kind__in=HOSTS).count()
