@@ -37,6 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import openai
 
+from . import transport
 from .base import (
     BadResponse,
     ChatStream,
@@ -214,7 +215,9 @@ _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, openai
 def load_http_stack() -> None:
     """Build and drop one SDK client: the SDK imports its HTTP transport and its chat resources on
     first use, which would otherwise happen on the event loop mid-debate (see `debates.warm`)."""
-    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=_NO_KEY, max_retries=0)
+    client = openai.AsyncOpenAI(
+        base_url="http://127.0.0.1:9/v1", api_key=_NO_KEY, max_retries=0, http_client=transport.http_client(5)
+    )
     client.chat.completions.with_streaming_response  # noqa: B018 - the attribute imports the resources
 
 
@@ -289,7 +292,9 @@ class OpenAICompatibleClient(LLMClient):
             client = openai.AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self.__api_key or _NO_KEY,
-                timeout=self.timeout,
+                # Every read is bounded here (`SilenceWatch`), not by httpx: see transport.py.
+                timeout=httpx2.Timeout(self.timeout, read=None),
+                http_client=transport.http_client(self.timeout),
                 max_retries=0,
             )
             clients[key] = client
