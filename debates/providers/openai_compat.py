@@ -408,8 +408,7 @@ class OpenAICompatibleClient(LLMClient):
             try:
                 async with contextlib.aclosing(self._attempt(call, body, completion)) as deltas:
                     async for delta in deltas:
-                        streamed.append(delta)
-                        completion.text = "".join(streamed)
+                        streamed.append(delta)  # `completion.text` is set whole once the reply ends
                         yield delta
                 return
             except ProviderError as err:
