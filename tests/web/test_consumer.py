@@ -139,6 +139,30 @@ async def test_unknown_debate_is_refused(libraries, viewer):
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
 
 
+async def test_the_socket_is_accepted_while_the_database_thread_is_busy(libraries, viewer):
+    """Under load the database thread has a queue (page views, debate starts); the accept must not
+    wait in it (daphne drops a handshake not answered within 5 s), only the checks after it."""
+    import threading
+
+    busy, release = threading.Event(), threading.Event()
+
+    def hold_the_thread():
+        busy.set()
+        release.wait(10)
+
+    holding = asyncio.ensure_future(sync_to_async(hold_the_thread)())  # the thread database calls run on
+    while not busy.is_set():
+        await asyncio.sleep(0.01)
+    communicator = WebsocketCommunicator(application, "/ws/debates/999999/", headers=viewer[1])
+    try:
+        connected, _ = await communicator.connect(timeout=2)
+        assert connected
+    finally:
+        release.set()
+        await holding
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
+
+
 async def test_two_viewers_in_two_languages_each_read_their_own(libraries, fake_llm, alice):
     """Frames are drawn once per language: the English viewer never sees a Chinese label, nor the
     Chinese viewer an English one (the debate's own words are the same for both)."""
