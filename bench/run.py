@@ -84,7 +84,19 @@ def machine() -> dict:
         "memory": memory,
         "python": platform.python_version(),
         "system": f"{platform.system()} {platform.release()}",
+        "loop": event_loop_name(),
     }
+
+
+def event_loop_name() -> str:
+    """The event loop the servers measured here run on (agora/event_loop.py)."""
+    from agora.event_loop import wanted
+
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    return f"uvloop {uvloop.__version__}" if wanted() == "uvloop" else "asyncio"
 
 
 def prepare(work: Path) -> Path:
@@ -357,7 +369,7 @@ def report(results: dict) -> str:
     m = results["machine"]
     parts.append(
         f"Agora benchmark · {results['when']} · {m['cpu']}, {m['cores']} cores, {m['memory']} · "
-        f"Python {m['python']} · {m['system']} · took {results['took_s']:.0f} s"
+        f"Python {m['python']} ({m.get('loop', 'asyncio')}) · {m['system']} · took {results['took_s']:.0f} s"
     )
     inproc = results.get("inproc")
     if inproc:
