@@ -123,7 +123,9 @@ async def start_from_the_form(page, agora, fmt: str, question: str) -> int:
 
 
 async def finished(page) -> None:
-    for _ in range(600):
+    # Up to three minutes: alone a roundtable ends in 3 s, but on CI's two cores the bundled
+    # model's own test may hold both (a full run once took 66 s here, past the minute this had).
+    for _ in range(1800):
         if await page.locator("#checkpoint-form").count():  # a deep table pauses: go on as it is
             await page.click("#checkpoint-form button[type=submit]")
         if await page.locator('#debate-status[data-status="done"]').count():  # the report, then this
