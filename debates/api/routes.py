@@ -18,6 +18,7 @@ from django.utils import translation
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from ninja import NinjaAPI, Query
+from ninja import Status as Answer  # (status, body): debates.models has a Status too
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from agora import body_limit
@@ -173,8 +174,8 @@ def start(request, payload: DebateStart):
     except starting.Invalid as invalid:
         return _invalid(request, invalid.errors)
     except RunningLimitReached as refusal:
-        return 429, {"detail": str(refusal)}
-    return 201, _summary(request, debate)
+        return Answer(429, {"detail": str(refusal)})
+    return Answer(201, _summary(request, debate))
 
 
 @api.get("/debates", response=DebatePage, summary="Your debates, newest first")
@@ -288,7 +289,7 @@ async def stream(
     slot = live_counts.counts.slot(live_counts.user_key(request.user), pk)
     if slot is None:
         with translation.override(language):
-            return 429, {"detail": _too_many_views()}
+            return Answer(429, {"detail": _too_many_views()})
     resume_from = request.headers.get("Last-Event-ID") or last_event_id
     token = request.api_token
     return sse.response(
