@@ -131,7 +131,7 @@ def stage_of(debate: Debate, turns=None, drawn=None) -> dict:
     `drawn` (debates.known_turns.Drawn): the turns as the running debate's sink knows them."""
     unfinished = (Turn.State.RUNNING, Turn.State.FAILED, Turn.State.INTERRUPTED)
     if turns is None and drawn is not None:
-        turns = drawn.unfinished
+        turns = drawn.turns
     if turns is None:
         if not hasattr(debate, "unfinished_drawn"):  # once for the stage of every language
             # debate_id too: the related manager reads it from every row (a query each, deferred).

@@ -30,20 +30,25 @@ class KnownTurn:
 
 
 @dataclass
+class Drawn:
+    """What a frame of the stage is drawn from, instead of queries: the turns (as
+    `frames.stage_of` reads them), their rows as `time_left.turn_rows` gives them, the seats."""
+
+    turns: list[KnownTurn]
+    rows: list[tuple[int, str, str, int]]
+    seats: int
+
+
+@dataclass
 class KnownTurns:
-    """The debate's turns in transcript order (key → turn), the seats that speak, and what the
-    running turns have streamed so far (key → tokens, text and thinking; `streamed`)."""
+    """The debate's turns in transcript order (key → turn) and the seats that speak."""
 
     turns: dict[str, KnownTurn] = field(default_factory=dict)
     seats: int = 0
 
-    def unfinished(self) -> list[KnownTurn]:
-        unfinished = (Turn.State.RUNNING, Turn.State.FAILED, Turn.State.INTERRUPTED)
-        return [t for t in self.turns.values() if t.state in unfinished]
-
-    def estimate_rows(self, streamed: dict[str, int]) -> list[tuple[int, str, str, int]]:
-        """(round, speaker, state, tokens) per turn, as `time_left.rows` reads them."""
-        return [
+    def drawn(self, streamed: dict[str, int]) -> Drawn:
+        """`streamed`: the running turns' tokens so far (key → tokens, text and thinking)."""
+        rows = [
             (
                 t.round,
                 t.speaker_slug,
@@ -52,12 +57,4 @@ class KnownTurns:
             )
             for key, t in self.turns.items()
         ]
-
-
-@dataclass
-class Drawn:
-    """What a frame of the stage is drawn from, instead of queries."""
-
-    unfinished: list[KnownTurn]
-    rows: list[tuple[int, str, str, int]]
-    seats: int
+        return Drawn(list(self.turns.values()), rows, self.seats)

@@ -35,7 +35,7 @@ from debates.known_turns import Drawn, KnownTurn, KnownTurns
 from debates.leases import LeaseLost
 from debates.models import FINAL_STATUSES, Debate, Report, Seat, Status, Turn
 from debates.pace import Pace
-from debates.providers.base import estimate_tokens, token_counts
+from debates.providers.base import estimate_tokens, token_counts, tokens_of
 from debates.time_left import seats_of
 
 log = logging.getLogger(__name__)
@@ -197,8 +197,8 @@ class DjangoSink:
         deltas = [fast.thinking(self.turn_pks[key], chunk) for key, chunk in (thinking or {}).items()]
         # The text only: the same in every language.
         deltas += [fast.delta(self.turn_pks[key], chunk) for key, chunk in chunks.items()]
-        thinking_tokens = sum(cjk + (other + 3) // 4 for cjk, other in self.thinking_counts.values())
-        streaming = sum(cjk + (other + 3) // 4 for cjk, other in self.counts.values()) + thinking_tokens
+        thinking_tokens = sum(map(tokens_of, self.thinking_counts.values()))
+        streaming = sum(map(tokens_of, self.counts.values())) + thinking_tokens
         text = "".join(deltas)
         await self._send(
             {language: text + fast.meter(self.debate, streaming, language, thinking_tokens) for language in watched}
@@ -255,12 +255,8 @@ class DjangoSink:
         before `open` (the stage then reads the rows)."""
         if self.known is None:
             return None
-        streamed = {
-            key: cjk + (other + 3) // 4 + thinking_cjk + (thinking_other + 3) // 4
-            for key, (cjk, other) in self.counts.items()
-            for thinking_cjk, thinking_other in [self.thinking_counts.get(key, (0, 0))]
-        }
-        return Drawn(self.known.unfinished(), self.known.estimate_rows(streamed), self.known.seats)
+        thinking = self.thinking_counts
+        return self.known.drawn({k: tokens_of(c) + tokens_of(thinking.get(k, (0, 0))) for k, c in self.counts.items()})
 
     def _turn_known(self, key: str, **fields) -> None:
         if self.known is not None and key in self.known.turns:
@@ -285,10 +281,8 @@ class DjangoSink:
             fields["finished_at"] = now
         if status in (Status.DONE, Status.STOPPED, Status.FAILED):
             self._mark_running_turns(status)
-        if status == Status.RUNNING and self.known is not None:
-            self.known.seats = seats_of(Debate(pk=self.debate_id))  # a resume may follow a change of seats
-        debate, drawn = self._bump(**fields), self._drawn()
-        return lambda: frames.status(debate, drawn)
+        debate = self._bump(**fields)
+        return lambda: frames.status(debate, self._drawn())
 
     def _mark_running_turns(self, status) -> None:
         # A stop or failure leaves no turn "running": its partial text stays, marked as cut short.
@@ -316,8 +310,8 @@ class DjangoSink:
             entry["note"] = storable(event.note)
         self._bump(phases=[*debate.phases, entry])
         self.section = entry["position"]
-        debate, drawn = self.debate, self._drawn()
-        return lambda: frames.phase(entry) + frames.status(debate, drawn)
+        debate = self.debate
+        return lambda: frames.phase(entry) + frames.status(debate, self._drawn())
 
     def _on_TurnStarted(self, event: ev.TurnStarted) -> str:  # noqa: N802
         fields = {
@@ -363,8 +357,8 @@ class DjangoSink:
             self.known.turns[event.key] = KnownTurn(
                 event.round, event.speaker, event.speaker_name, event.speaker_name_en, Turn.State.RUNNING
             )
-        debate, section, drawn = self._bump(), self.section, self._drawn()
-        return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate, drawn)
+        debate, section = self._bump(), self.section
+        return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate, self._drawn())
 
     def _on_TurnFinished(self, event: ev.TurnFinished) -> str:  # noqa: N802
         if event.replayed:
@@ -386,9 +380,9 @@ class DjangoSink:
         )
         self._forget(event.key)
         self._turn_known(event.key, state=Turn.State.DONE, completion_tokens=event.completion_tokens)
-        debate, drawn = self._bump(**self._totals()), self._drawn()
+        debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.status(debate, drawn)
+        return lambda: frames.turn(turn, new=False) + frames.status(debate, self._drawn())
 
     def _pace_of(self, key: str) -> dict:
         """When the ended turn's text arrived (the flusher kept it in memory, a point per write):
@@ -417,9 +411,9 @@ class DjangoSink:
         )
         self._forget(event.key)
         self._turn_known(event.key, state=self._failed_state(event), completion_tokens=event.completion_tokens)
-        debate, drawn = self._bump(**self._totals()), self._drawn()
+        debate = self._bump(**self._totals())
         turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.status(debate, drawn)
+        return lambda: frames.turn(turn, new=False) + frames.status(debate, self._drawn())
 
     @staticmethod
     def _failed_state(event: ev.TurnFailed) -> str:
@@ -469,8 +463,8 @@ class DjangoSink:
             fields["token_cap"] = event.cap
         if not fields:
             return ""
-        debate, drawn = self._bump(**fields), self._drawn()
-        return lambda: frames.status(debate, drawn)
+        debate = self._bump(**fields)
+        return lambda: frames.status(debate, self._drawn())
 
     def _on_Checkpoint(self, event: ev.Checkpoint) -> str:  # noqa: N802
         debate = self._bump(

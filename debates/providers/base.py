@@ -101,7 +101,12 @@ class ChatStream:
 def estimate_tokens(text: str) -> int:
     """A rough, honest estimate for servers that send no usage: CJK characters count one token
     each, other text about four characters a token. Results are flagged as estimates."""
-    cjk, other = token_counts(text)
+    return tokens_of(token_counts(text))
+
+
+def tokens_of(counts: tuple[int, int]) -> int:
+    """The estimate of a text from its `token_counts` (kept per running turn, grown per piece)."""
+    cjk, other = counts
     return cjk + (other + 3) // 4
 
 

@@ -46,7 +46,9 @@ def compared(monkeypatch):
                 "rows": (drawn.rows, rows) if drawn else None,
                 "seats": (drawn.seats, time_left.seats_of(debate)) if drawn else None,
                 "unfinished": (
-                    [(t.speaker_name, t.speaker_name_en, t.state) for t in drawn.unfinished] if drawn else None,
+                    [(t.speaker_name, t.speaker_name_en, t.state) for t in drawn.turns if t.state in UNFINISHED]
+                    if drawn
+                    else None,
                     unfinished,
                 ),
             }
@@ -58,7 +60,7 @@ def compared(monkeypatch):
 
 
 async def test_the_stage_the_sink_draws_reads_what_the_rows_say(alice, compared):
-    debate = await Debate.objects.aget(pk=(await _seated(alice)).pk)
+    debate = await _seated(alice)
     layer = InMemoryChannelLayer(capacity=10_000)
     sink = DjangoSink(debate.pk, frame_interval=0.001)
     sink.layer = layer
