@@ -216,7 +216,7 @@ def load_http_stack() -> None:
     """Build and drop one SDK client: the SDK imports its HTTP transport and its chat resources on
     first use, which would otherwise happen on the event loop mid-debate (see `debates.warm`)."""
     client = openai.AsyncOpenAI(
-        base_url="http://127.0.0.1:9/v1", api_key=_NO_KEY, max_retries=0, http_client=transport.http_client(5)
+        base_url="http://127.0.0.1:9/v1", api_key=_NO_KEY, max_retries=0, http_client=transport.http_client()
     )
     client.chat.completions.with_streaming_response  # noqa: B018 - the attribute imports the resources
 
@@ -294,7 +294,7 @@ class OpenAICompatibleClient(LLMClient):
                 api_key=self.__api_key or _NO_KEY,
                 # Every read is bounded here (`SilenceWatch`), not by httpx: see transport.py.
                 timeout=httpx2.Timeout(self.timeout, read=None),
-                http_client=transport.http_client(self.timeout),
+                http_client=transport.http_client(),
                 max_retries=0,
             )
             clients[key] = client

@@ -46,12 +46,13 @@ class Backend(httpcore2.AnyIOBackend):
         return _Stream((await super().connect_unix_socket(*args, **kwargs))._stream)
 
 
-def http_client(timeout: float) -> httpx2.AsyncClient:
-    """The SDK's default client (its redirects, limits and proxies from the environment) with
-    `timeout` for connecting, writing and waiting for a pooled connection, and no read timeout:
-    the caller bounds each read."""
+def http_client() -> httpx2.AsyncClient:
+    """The SDK's default client (its redirects, limits and proxies from the environment) over
+    this backend. The timeouts are the SDK client's, sent with each request: give it no read
+    timeout (`httpx2.Timeout(seconds, read=None)`), and bound each read yourself."""
     transport = httpx2.AsyncHTTPTransport(limits=LIMITS)
     pool = transport._pool  # httpx gives no way to pass httpcore a backend
-    assert hasattr(pool, "_network_backend"), "httpcore's pool no longer takes a backend this way"
+    if not hasattr(pool, "_network_backend"):
+        raise RuntimeError("httpcore's connection pool no longer takes its backend as _network_backend")
     pool._network_backend = Backend()
-    return openai.DefaultAsyncHttpxClient(transport=transport, timeout=httpx2.Timeout(timeout, read=None))
+    return openai.DefaultAsyncHttpxClient(transport=transport)
