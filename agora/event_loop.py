@@ -2,9 +2,9 @@
 
 Every token a viewer sees crosses the loop several times (the model's stream read, the flush,
 each viewer's send), and daphne's Twisted reactor asks the loop to watch a socket for writing on
-every frame it sends. uvloop does that loop work in C: with 77–88 debates streaming to three
-viewers each on one daphne, the process spent 8% less CPU per token and the share of tokens
-later than 100 ms fell (bench/README.md). Nothing else changes: the same asyncio API, the same
+every frame it sends. uvloop does that loop work in C: with 88 debates streaming to three
+viewers each on one daphne, the process spent 6–9% less CPU per token in two pairs of runs, and
+fewer tokens reached a viewer later than 100 ms (bench/README.md). Nothing else changes: the same asyncio API, the same
 Twisted reactor on top.
 
 The loop must be chosen before daphne is imported (it makes its loop at import), so:
@@ -34,13 +34,22 @@ def wanted() -> str:
     return choice
 
 
-def install() -> str:
-    """Make new event loops the chosen kind; returns the kind they will be."""
+def uvloop_module():
+    """uvloop, if it is wanted and installed (not on Windows, nor in an install without the
+    locks); else None: asyncio's loop."""
     if wanted() == "asyncio":
-        return "asyncio"
+        return None
     try:
         import uvloop
-    except ImportError:  # not installed (Windows, or an install without the locks): asyncio's
+    except ImportError:
+        return None
+    return uvloop
+
+
+def install() -> str:
+    """Make new event loops the chosen kind; returns the kind they will be."""
+    uvloop = uvloop_module()
+    if uvloop is None:
         return "asyncio"
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     return "uvloop"

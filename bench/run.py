@@ -90,13 +90,10 @@ def machine() -> dict:
 
 def event_loop_name() -> str:
     """The event loop the servers measured here run on (agora/event_loop.py)."""
-    from agora.event_loop import wanted
+    from agora.event_loop import uvloop_module
 
-    try:
-        import uvloop
-    except ImportError:
-        return "asyncio"
-    return f"uvloop {uvloop.__version__}" if wanted() == "uvloop" else "asyncio"
+    uvloop = uvloop_module()
+    return f"uvloop {uvloop.__version__}" if uvloop else "asyncio"
 
 
 def prepare(work: Path) -> Path:
