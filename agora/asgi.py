@@ -10,8 +10,10 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from agora.body_limit import BodyLimitMiddleware, install_in_daphne  # noqa: E402
+from agora.page_threads import shared  # noqa: E402
 from agora.ws_auth import DeferredAuthMiddlewareStack  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.mcp.http import WithMcp  # noqa: E402
@@ -25,8 +27,9 @@ warm_up()
 application = ServerLoopMiddleware(
     ProtocolTypeRouter(
         {
-            # /mcp/: the MCP server (streamable HTTP) behind the API tokens; the rest is Django's.
-            "http": BodyLimitMiddleware(WithMcp(django_asgi_app)),
+            # /mcp/: the MCP server (streamable HTTP) behind the API tokens; the rest is Django's,
+            # on AGORA_PAGE_THREADS shared threads (agora/page_threads.py).
+            "http": BodyLimitMiddleware(WithMcp(shared(django_asgi_app, settings.AGORA_PAGE_THREADS))),
             # The user is read by the consumer after it accepts (agora/ws_auth.py).
             "websocket": AllowedHostsOriginValidator(DeferredAuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }

@@ -108,6 +108,14 @@ def runner_settings(app_configs, **kwargs):
                 id="agora.E006",
             )
         )
+    if settings.AGORA_PAGE_THREADS < 0:
+        problems.append(
+            Error(
+                f"AGORA_PAGE_THREADS={settings.AGORA_PAGE_THREADS}: a count of threads cannot be negative.",
+                hint="Use 2 (the default), another small number, or 0 for Django's own thread per request.",
+                id="agora.E007",
+            )
+        )
     return problems
 
 

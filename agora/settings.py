@@ -265,6 +265,12 @@ TASKS = {
         else "debates.task_backends.InProcessBackend"
     }
 }
+# How many threads run the synchronous part (views, templates, ORM) of HTTP requests, shared by
+# all of them (agora/page_threads.py). A web process in front of workers streams tokens it does
+# not make: there a burst of page loads, each on a thread of its own, starves the loop relaying them,
+# and 2 shared threads are the default. Where debates run in the web process, Django's own thread per
+# request (0) measured better, and is the default.
+AGORA_PAGE_THREADS = int(os.environ.get("AGORA_PAGE_THREADS", "2" if AGORA_RUNNER == "worker" else "0"))
 # A runner renews its lease on a debate every AGORA_HEARTBEAT seconds; a lease silent for
 # AGORA_LEASE_SECONDS is stale and another worker resumes the debate.
 AGORA_HEARTBEAT = float(os.environ.get("AGORA_HEARTBEAT", "2"))
