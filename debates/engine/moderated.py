@@ -55,6 +55,8 @@ _VERDICT_HEADINGS = re.compile(
 _VERDICT_SECTION = re.compile(r"裁决|结论|verdict|conclusion", re.IGNORECASE)
 _POINTS_SECTION = re.compile(r"要点|points", re.IGNORECASE)
 NO_SPEECHES = {"zh": "（无足够发言）", "en": "(not enough speeches)"}
+# The model wrote the form but only a template's blank after it (see _placeholder).
+NO_OPTION = {"zh": "（未写明选项）", "en": "(no option named)"}
 # Stance words, removed from the verdict outside quotations (a persona quoted keeps its words).
 # Chinese, longest first: "应该选" goes whole before "应该" alone is taken out.
 STANCE_WORDS = ("我认为", "我觉得", "我相信", "在我看来", "正确答案是", "应该选", "应该")
@@ -705,6 +707,16 @@ def _content(line: str) -> str:
     return re.sub(r"^\s*(?:[-*+>]|\d+[.)、])?\s*[:：,，、]?\s*", "", line).replace("**", "").strip()
 
 
+# A template's blank copied instead of filled: the whole option in square or lenticular brackets
+# ("[Please summarize the key points…]", "【选项】", "<option>"), which names nothing. A Markdown
+# link ("[the memo](https://…)") is not one.
+_PLACEHOLDER = re.compile(r"^\s*(?:\[[^\[\]]*\]|【[^【】]*】|<[^<>]*>)\s*[.。]?\s*$")
+
+
+def _placeholder(words: str) -> bool:
+    return bool(_PLACEHOLDER.match(words.replace("**", "").strip(" *_")))
+
+
 def _option_line(lines: list[str]) -> int | None:
     """When the form is missing: the line holding the option: the first under the verdict's own
     heading (裁决 / Verdict), else the first outside the key points, else the first with words."""
@@ -738,6 +750,9 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
         if at is None:
             return f"{form}{colon}{NO_SPEECHES[lang]}", [*fixes, "verdict form added"]
         option = _content(lines.pop(at))
+        if _placeholder(option):
+            option = NO_OPTION[lang]
+            fixes.append("placeholder option dropped")
         rest = _tidy(lines)
         fixes.append("verdict form added")
         line = f"{form}{colon}{clip(option, 200)}"
@@ -748,12 +763,21 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
     # option written straight after the form stays so ("…的选项是先做销售。").
     lead = re.match(r"[\s*]*([:：])?[\s*]*", lines[at][found.end() :])
     words = lines[at][found.end() + lead.end() :].rstrip().removesuffix("**").rstrip()
+    blank = NO_SPEECHES[lang]
+    if _placeholder(words):
+        words, blank = "", NO_OPTION[lang]
+        fixes.append("placeholder option dropped")
     if not words:  # the option on the next line: joined to the form
         following = next((n for n in range(at + 1, len(lines)) if lines[n].strip()), None)
         if following is not None and not _is_heading(lines[following]):
-            words = _content(lines.pop(following))
+            if _placeholder(_content(lines[following])):
+                lines.pop(following)
+                blank = NO_OPTION[lang]
+                fixes.append("placeholder option dropped")
+            else:
+                words = _content(lines.pop(following))
     spaced = " " if lang == "en" and lead.group(0).strip("*") else ""
-    line = form + (colon if lead.group(1) or not words else spaced) + (words or NO_SPEECHES[lang])
+    line = form + (colon if lead.group(1) or not words else spaced) + (words or blank)
     if written != form:
         fixes.append("verdict form in the debate's language")
     if head.strip(" #*>-"):  # glued to a heading or a label ("## 裁决：若被迫选…"): the form starts the line
@@ -776,7 +800,7 @@ def chosen_option(verdict: str, lang: str = "zh") -> str:
     found = _FORM_RE.search(first)
     # Emphasis is the model's markup, not the option: "**hire a designer**." reads "hire a designer."
     option = (first[found.end() :] if found else first).replace("**", "").strip(" ：:*")
-    if option and option != NO_SPEECHES[lang]:
+    if option and option not in (NO_SPEECHES[lang], NO_OPTION[lang]):
         return option
     after = [ln.strip(" -*•#") for ln in rest.splitlines() if ln.strip() and not _VERDICT_HEADINGS.match(ln)]
     return first_sentence(after[0]) if after else ""

@@ -192,6 +192,30 @@ def test_an_english_verdict_in_the_english_form_is_recognised():
     assert fixes == ["verdict form in the debate's language"]
 
 
+def test_a_templates_blank_after_the_form_names_no_option():
+    """The bundled model, in an English run, wrote the form and then a bracketed instruction
+    instead of an option; that blank is not the option the verdict chose."""
+    text = (
+        f"{VERDICT_FORM_EN}: [Please summarize the key points of each speech.]\n"
+        "## Key points\n- A wants speed.\n## Reasons\nCash runs out before the product is ready."
+    )
+    verdict, fixes = enforce_verdict_form(text, "en")
+    assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
+    assert "[Please" not in verdict and "placeholder option dropped" in fixes
+    assert "[" not in chosen_option(text, "en") and chosen_option(text, "en")
+    # on the line after the form, in Chinese lenticular brackets, and where the form was missing
+    verdict, _fixes = enforce_verdict_form(f"{VERDICT_FORM}：\n【在此填写选项】\n## 理由\n现金流先断。")
+    assert verdict == f"{VERDICT_FORM}：（未写明选项）\n\n## 理由\n现金流先断。"
+    verdict, _fixes = enforce_verdict_form("## Verdict\n**[Your option here]**\n## Key points\n- A.", "en")
+    assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
+    # an option that merely holds a link or a bracket is an option
+    linked = f"{VERDICT_FORM_EN}: follow [the memo](https://example.org/memo) and sell first."
+    assert enforce_verdict_form(linked, "en") == (linked, [])
+    assert first_line(enforce_verdict_form(f"{VERDICT_FORM_EN}: [the memo](https://example.org).", "en")[0]).endswith(
+        "[the memo](https://example.org)."
+    )
+
+
 def test_stance_words_go_outside_quotations_only():
     verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM}：先卖。\n## 理由\n芒格说“我认为应该先卖”，我认为有理。")
     assert verdict == f"{VERDICT_FORM}：先卖。\n\n## 理由\n芒格说“我认为应该先卖”，有理。"
