@@ -202,7 +202,7 @@ def test_a_templates_blank_after_the_form_names_no_option():
     verdict, fixes = enforce_verdict_form(text, "en")
     assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
     assert "[Please" not in verdict and "placeholder option dropped" in fixes
-    assert "[" not in chosen_option(text, "en") and chosen_option(text, "en")
+    assert chosen_option(text, "en") == "A wants speed."  # the first sentence after the line, as when empty
     # on the line after the form, in Chinese lenticular brackets, and where the form was missing
     verdict, _fixes = enforce_verdict_form(f"{VERDICT_FORM}：\n【在此填写选项】\n## 理由\n现金流先断。")
     assert verdict == f"{VERDICT_FORM}：（未写明选项）\n\n## 理由\n现金流先断。"

@@ -145,7 +145,8 @@ def test_zero_keeps_djangos_thread_per_request():
         return None
 
     assert shared(app, 0) is app
-    assert isinstance(shared(app, 3), PageThreads) and len(shared(app, 3).threads) == 3
+    three = shared(app, 3)
+    assert isinstance(three, PageThreads) and len(three.threads) == 3
 
 
 # The site's application (agora.asgi) is built once per process from the settings: each case is
