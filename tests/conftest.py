@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
+from django.utils import translation
 
 from testkit.chromium import CHROMIUM, CHROMIUM_ARGS
 from testkit.fake_openai import FakeOpenAIServer
@@ -75,6 +76,17 @@ def agora(tmp_path_factory, template_db, fake_llm_server):
 def fast_passwords(settings):
     """Creating users is the slow part of many tests: hash their passwords cheaply."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def site_language():
+    """Each test starts in the site's language, as a fresh process does. A request through Django's
+    test client leaves its Accept-Language active on the thread, and code outside a request (the
+    CLI's create_debate, the engine's texts) reads the active language: without this, a test's
+    result depended on which test its worker ran before it."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture
