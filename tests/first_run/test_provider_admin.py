@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils import translation
 
 from debates import key_vault
 from debates.forms import DebateForm
@@ -96,5 +97,6 @@ def test_a_provider_without_a_default_model_needs_one_on_the_start_form(librarie
     provider = Provider.objects.create(name="fresh", base_url="https://a.example/v1")
     values = {"topic": "Remote or office?", "format": "duel", "provider": provider.pk}
     bound = DebateForm(values)
-    assert not bound.is_valid() and "has no default model yet" in str(bound.errors.get("model"))
+    with translation.override("en"):  # the form's errors are in the active language
+        assert not bound.is_valid() and "has no default model yet" in str(bound.errors.get("model"))
     assert DebateForm(values | {"model": "m-one"}).errors.get("model") is None

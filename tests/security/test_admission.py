@@ -165,7 +165,8 @@ def _deadline(w: Walk):
     assert control.expire_human_turns() == []
     waiting.refresh_from_db()
     assert waiting.status == "waiting" and waiting.awaiting["key"] == "duel:1:a" and not waiting.human_inputs
-    with pytest.raises(admission.RunningLimitReached) as refused:  # what the sweep met
+    # What the sweep met, read in English as the other doors are (a sweep has no viewer's language).
+    with translation.override("en"), pytest.raises(admission.RunningLimitReached) as refused:
         control.submit_human_turn(waiting, "duel:1:a", {"stand_in": "llm"}, door="deadline")
     return str(refused.value)
 
@@ -530,7 +531,10 @@ def test_a_spent_token_budget_refuses_a_comparison(libraries, alice, fast_llm):
     Debate.objects.filter(pk=debate.pk).update(
         options={"token_budget": 5000}, prompt_tokens=4000, completion_tokens=900
     )
-    with pytest.raises(admission.BudgetSpent, match=r"token budget \(5000\) is spent: 4900 tokens"):
+    with (
+        translation.override("en"),
+        pytest.raises(admission.BudgetSpent, match=r"token budget \(5000\) is spent: 4900 tokens"),
+    ):
         comparisons.start(Debate.objects.get(pk=debate.pk), alice)
     assert not Comparison.objects.exists() and fast_llm.chat_requests == []
 

@@ -11,6 +11,7 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
+from django.utils import translation
 
 from debates import audience, runner
 from debates.forms import create_debate
@@ -169,7 +170,8 @@ def test_the_swing_is_in_points_of_the_room_and_the_exports_carry_it(libraries, 
     Report.objects.create(debate=debate, verdict_markdown="v", transcript_markdown="t")
     for n, choice in enumerate([a, a, b, b, b]):  # after: 40% / 60%
         audience.vote(debate, f"user:{n}", choice)
-    drawn = {row["key"]: row for row in audience.results(debate, "en")["sides"]}
+    with translation.override("en"):  # the swing's words are the active language's
+        drawn = {row["key"]: row for row in audience.results(debate, "en")["sides"]}
     assert (drawn[a]["before_percent"], drawn[a]["after_percent"], drawn[a]["swing"]) == (25, 40, 15)
     assert drawn[b]["swing"] == -15 and drawn[a]["swing_text"] == "+15 points"
     client = viewer(alice)
