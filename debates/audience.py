@@ -225,10 +225,13 @@ def asks_open(debate: Debate) -> bool:
 # -- changes ---------------------------------------------------------------------------------------
 
 
-def _bump(debate_id: int) -> None:
-    """In the change's transaction: the next version, announced after the commit."""
+def _bump(debate_id: int, *, joined: bool = False) -> None:
+    """In the change's transaction: the next version, announced after the commit. `joined`: a
+    vote or a question, the first of which marks the audience as having participated."""
     Audience.objects.get_or_create(debate_id=debate_id)
-    Audience.objects.filter(debate_id=debate_id).update(version=F("version") + 1)
+    Audience.objects.filter(debate_id=debate_id).update(
+        version=F("version") + 1, **({"participated": True} if joined else {})
+    )
     transaction.on_commit(lambda: announce(debate_id))
 
 
@@ -243,7 +246,7 @@ def vote(debate: Debate, voter: str, choice: str, *, user=None) -> Vote:
         row, _created = Vote.objects.update_or_create(
             debate=debate, phase=phase, voter=voter, defaults={"choice": choice, "user": user}
         )
-        _bump(debate.pk)
+        _bump(debate.pk, joined=True)
     return row
 
 
@@ -266,7 +269,7 @@ def ask(debate: Debate, voter: str, text: str, *, user=None) -> FloorQuestion:
         if mine.filter(hidden=False, taken_at__isnull=True).count() >= QUESTIONS_PER_VIEWER:
             raise Refused(_("You have %(n)d open questions already.") % {"n": QUESTIONS_PER_VIEWER})
         question = FloorQuestion.objects.create(debate=debate, voter=voter, user=user, text=text)
-        _bump(debate.pk)
+        _bump(debate.pk, joined=True)
     return question
 
 
@@ -370,8 +373,10 @@ def taken_questions(debate_id: int) -> list[FloorQuestion]:
     )
 
 
-def tallies(debate: Debate) -> dict[str, dict[str, int]]:
+def tallies(debate: Debate, state: Audience | None = None) -> dict[str, dict[str, int]]:
     counted = {Vote.Phase.BEFORE: {}, Vote.Phase.AFTER: {}}
+    if state is not None and not state.participated:
+        return {str(k): v for k, v in counted.items()}
     for row in Vote.objects.filter(debate=debate).values("phase", "choice").annotate(n=Count("id")):
         counted[row["phase"]][row["choice"]] = row["n"]
     return {str(k): v for k, v in counted.items()}
@@ -380,7 +385,7 @@ def tallies(debate: Debate) -> dict[str, dict[str, int]]:
 def results(debate: Debate, language: str | None = None, state: Audience | None = None) -> dict:
     """Before, after and the swing per side, in percentage points of the room (None where a
     phase has no votes): what the page, the report and the exports show."""
-    counted = tallies(debate)
+    counted = tallies(debate, state)
     sides = options(debate, language, state)
     totals = {phase: sum(counted[phase].get(s.key, 0) for s in sides) for phase in counted}
     rows = []
@@ -421,14 +426,15 @@ def public_context(debate: Debate, language: str | None = None) -> dict:
     state = state_of(debate)
     phase = open_phase(debate, state)
     drawn = results(debate, language, state)
+    joined = state.participated
     return {
         "debate": debate,
         "audience": state,
         "phase": phase,
         "sides": drawn["sides"],
         "voters": drawn["voters"],
-        "questions": list(open_questions(debate)[:20]),
-        "floor": taken_questions(debate.pk),
+        "questions": list(open_questions(debate)[:20]) if joined else [],
+        "floor": taken_questions(debate.pk) if joined else [],
         "asks_open": asks_open(debate),
         "report_in": has_report(debate),
         "max_question": MAX_QUESTION,
@@ -444,7 +450,7 @@ def page_context(request, debate: Debate, *, moderator: bool = False) -> dict:
     """The panel as the page draws it for this viewer: the public part, their own votes and, for
     the owner and staff, the moderation list."""
     context = public_context(debate)
-    voter = voter_of(request)
+    voter = voter_of(request) if context["audience"].participated else None
     mine = dict(Vote.objects.filter(debate=debate, voter=voter).values_list("phase", "choice")) if voter else {}
     labels = {s["key"]: s["label"] for s in context["sides"]}
     context.update(
@@ -457,7 +463,7 @@ def page_context(request, debate: Debate, *, moderator: bool = False) -> dict:
         }
     )
     if moderator:
-        context["moderation"] = moderation(debate)
+        context["moderation"] = moderation(debate, context["audience"])
     return context
 
 
@@ -471,10 +477,12 @@ def panel(request, debate: Debate) -> dict:
     return {"html": html, "version": context["version"], "socket": context["socket"]}
 
 
-def moderation(debate: Debate) -> dict:
+def moderation(debate: Debate, state: Audience | None = None) -> dict:
     """For the owner and staff: every question (hidden ones too) and every viewer who took part."""
     from django.contrib.auth import get_user_model
 
+    if state is not None and not state.participated:
+        return {"questions": [], "viewers": []}
     questions = list(FloorQuestion.objects.filter(debate=debate).annotate(ups=Count("upvotes")).order_by("-at"))
     voters = {}
     for row in Vote.objects.filter(debate=debate).values("voter").annotate(n=Count("id")):

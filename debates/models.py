@@ -547,6 +547,10 @@ class Audience(models.Model):
     # The sides of a debate whose speakers are picked when it runs (the duel's pair), kept once
     # known: [{"key", "name", "name_en"}].
     sides = models.JSONField(default=list, blank=True)
+    # Set by the first vote or question and never unset: until then the page, its frames and the
+    # moderation list skip the five reads of votes and questions a debate nobody joined in has none
+    # of (most debates: a fifth of a live page's time).
+    participated = models.BooleanField(default=False)
 
     class Meta:
         verbose_name = _("audience")

@@ -25,7 +25,7 @@ HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">{{ 7*7 }} ‮e
 def make_duel(owner) -> Debate:
     debate, errors = create_debate({"topic": DUEL, "format": "duel", "rounds": 1}, owner=owner)
     assert not errors, errors
-    debate.shared, debate.share_token = True, "tok-" + "x" * 20
+    debate.shared, debate.share_token = True, "tok-" + str(debate.pk).rjust(20, "x")
     debate.save(update_fields=["shared", "share_token"])
     return debate
 
@@ -88,6 +88,55 @@ def test_a_duels_sides_are_fixed_at_its_start_and_its_page_reads_no_library(libr
     page = viewer(alice).get(f"/debates/{debate.pk}/")
     assert page.status_code == 200
     assert [s.key for s in audience.options(debate)] == [side["key"] for side in fixed]
+
+
+def audience_reads(client, debate) -> list[str]:
+    """The reads of votes and questions one load of the live page makes."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as seen:
+        page = client.get(f"/debates/{debate.pk}/")
+    assert page.status_code == 200
+    tables = ('"debates_vote"', '"debates_floorquestion"')
+    return [q["sql"] for q in seen.captured_queries if any(t in q["sql"] for t in tables)]
+
+
+def test_a_debate_nobody_joined_in_reads_no_votes_or_questions_and_the_first_of_each_is_shown(libraries, alice, bob):
+    """Most debates have no audience: their page (and the owner's moderation list) skips the
+    reads of votes and questions until the first vote or question marks the audience."""
+    from debates.models import Audience
+
+    debate = make_duel(alice)
+    owner, friend = viewer(alice), viewer(bob, debate)
+    assert audience_reads(owner, debate) == [] and audience_reads(friend, debate) == []
+    assert not Audience.objects.get(debate=debate).participated
+    a, _b = sides(debate)
+    post(friend, debate, "vote", {"choice": a})
+    assert Audience.objects.get(debate=debate).participated
+    assert len(audience_reads(owner, debate)) >= 5  # tallies, both lists of questions, moderation
+    assert "1 vote" in owner.get(f"/debates/{debate.pk}/").content.decode()
+
+    asked = make_duel(alice)  # a question alone marks it too, and its page shows the question
+    post(viewer(bob, asked), asked, "ask", {"text": "What of the lay reader?"})
+    assert Audience.objects.get(debate=asked).participated
+    assert "What of the lay reader?" in owner.get(f"/debates/{asked.pk}/").content.decode()
+
+
+def test_the_migration_marks_the_audiences_that_already_took_part(libraries, alice, bob):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from debates.models import Audience
+
+    voted, asked, quiet = make_duel(alice), make_duel(alice), make_duel(alice)
+    audience.vote(voted, "user:9", sides(voted)[0])
+    audience.ask(asked, "user:9", "Is this the question?")
+    Audience.objects.update(participated=False)  # as every row was before the field
+    import_module("debates.migrations.0026_audience_participated").mark(apps, None)
+    marked = dict(Audience.objects.values_list("debate_id", "participated"))
+    assert marked == {voted.pk: True, asked.pk: True, quiet.pk: False}
 
 
 def test_the_windows_before_after_and_closed(libraries, alice):
