@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import html
 import re
+import threading
+from collections import OrderedDict
 
 import markdown
 import nh3
@@ -68,8 +70,17 @@ _HEADING = re.compile(r"<(/?)h([1-6])\b")
 def render_markdown(text: str, top: int = 1) -> SafeString:
     """Sanitised HTML; `top` is the level a `#` heading gets, so Markdown nested under a page's own
     h2 starts at h3 (headings must not jump levels)."""
+    text = str(text or "")
+    clean = _rendered.get((text, top))
+    if clean is None:
+        clean = _sanitised(text, top)
+        _rendered.put((text, top), clean)
+    return mark_safe(_icons(clean))  # noqa: S308 - nh3 output is the sanitised form
+
+
+def _sanitised(text: str, top: int) -> str:
     html = markdown.markdown(
-        strip_invisible(text or ""),
+        strip_invisible(text),
         extensions=["tables", "sane_lists", "nl2br", _EscapeHtml()],
         output_format="html",
     )
@@ -83,7 +94,46 @@ def render_markdown(text: str, top: int = 1) -> SafeString:
     )
     if top > 1:
         clean = _HEADING.sub(lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + top - 1)}", clean)
-    return mark_safe(_icons(clean))  # noqa: S308 - nh3 output is the sanitised form
+    return clean
+
+
+class TextCache:
+    """The most recently used results of a pure function of text, within a budget of characters
+    (keys and values together): Python-Markdown takes about 1 ms a speech of 700 characters, and
+    every load of a live page drew every finished speech again (100 debates x 3 viewers x their
+    turns). A budget, not a count: a count small enough for a few long reports is too small for
+    the hundreds of short speeches that 100 debates keep on screen, and a least-recently-used
+    cache smaller than what is read round and round finds nothing."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.size = 0
+        self._items: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._lock = threading.Lock()  # pages render on several threads
+
+    def get(self, key: tuple[str, int]) -> str | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, int], value: str) -> None:
+        cost = len(key[0]) + len(value)
+        if cost > self.budget // 8:  # one huge text would push out everything else
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = value
+            self.size += cost
+            while self.size > self.budget:
+                (text, _top), dropped = self._items.popitem(last=False)
+                self.size -= len(text) + len(dropped)
+
+
+# 6 million characters (12-24 MB for Chinese text): 100 debates' finished speeches and reports.
+_rendered = TextCache(6_000_000)
 
 
 # Symbols used as icons (the roundtable's veto, the reports' warnings) need an emoji font, which
