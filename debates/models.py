@@ -548,8 +548,8 @@ class Audience(models.Model):
     # known: [{"key", "name", "name_en"}].
     sides = models.JSONField(default=list, blank=True)
     # Set by the first vote or question and never unset: until then the page, its frames and the
-    # moderation list skip the five reads of votes and questions a debate nobody joined in has none
-    # of (most debates: a fifth of a live page's time).
+    # moderation list skip the reads of votes and questions (four for a viewer, seven for the
+    # owner) that a debate nobody voted or asked in has no rows for.
     participated = models.BooleanField(default=False)
 
     class Meta:

@@ -85,8 +85,6 @@ def site_language():
     CLI's create_debate, the engine's texts) reads the active language: without this, a test's
     result depended on which test its worker ran before it."""
     translation.deactivate()
-    yield
-    translation.deactivate()
 
 
 @pytest.fixture

@@ -55,7 +55,7 @@ _VERDICT_HEADINGS = re.compile(
 _VERDICT_SECTION = re.compile(r"裁决|结论|verdict|conclusion", re.IGNORECASE)
 _POINTS_SECTION = re.compile(r"要点|points", re.IGNORECASE)
 NO_SPEECHES = {"zh": "（无足够发言）", "en": "(not enough speeches)"}
-# The model wrote the form but only a template's blank after it (see _placeholder).
+# The model wrote the form but only a template's blank after it (see _named).
 NO_OPTION = {"zh": "（未写明选项）", "en": "(no option named)"}
 # Stance words, removed from the verdict outside quotations (a persona quoted keeps its words).
 # Chinese, longest first: "应该选" goes whole before "应该" alone is taken out.
@@ -713,8 +713,12 @@ def _content(line: str) -> str:
 _PLACEHOLDER = re.compile(r"^\s*(?:\[[^\[\]]*\]|【[^【】]*】|<[^<>]*>)\s*[.。]?\s*$")
 
 
-def _placeholder(words: str) -> bool:
-    return bool(_PLACEHOLDER.match(words.replace("**", "").strip(" *_")))
+def _named(words: str, fixes: list[str]) -> str:
+    """`words`, or "" where they are a template's blank (the fix noted in `fixes`)."""
+    if _PLACEHOLDER.match(words.replace("**", "").strip(" *_")):
+        fixes.append("placeholder option dropped")
+        return ""
+    return words
 
 
 def _option_line(lines: list[str]) -> int | None:
@@ -749,10 +753,7 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
         at = _option_line(lines)
         if at is None:
             return f"{form}{colon}{NO_SPEECHES[lang]}", [*fixes, "verdict form added"]
-        option = _content(lines.pop(at))
-        if _placeholder(option):
-            option = NO_OPTION[lang]
-            fixes.append("placeholder option dropped")
+        option = _named(_content(lines.pop(at)), fixes) or NO_OPTION[lang]
         rest = _tidy(lines)
         fixes.append("verdict form added")
         line = f"{form}{colon}{clip(option, 200)}"
@@ -762,20 +763,12 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
     # What follows the form: its colon (either width) in this language's, bold marks dropped; the
     # option written straight after the form stays so ("…的选项是先做销售。").
     lead = re.match(r"[\s*]*([:：])?[\s*]*", lines[at][found.end() :])
-    words = lines[at][found.end() + lead.end() :].rstrip().removesuffix("**").rstrip()
-    blank = NO_SPEECHES[lang]
-    if _placeholder(words):
-        words, blank = "", NO_OPTION[lang]
-        fixes.append("placeholder option dropped")
+    words = _named(lines[at][found.end() + lead.end() :].rstrip().removesuffix("**").rstrip(), fixes)
     if not words:  # the option on the next line: joined to the form
         following = next((n for n in range(at + 1, len(lines)) if lines[n].strip()), None)
         if following is not None and not _is_heading(lines[following]):
-            if _placeholder(_content(lines[following])):
-                lines.pop(following)
-                blank = NO_OPTION[lang]
-                fixes.append("placeholder option dropped")
-            else:
-                words = _content(lines.pop(following))
+            words = _named(_content(lines.pop(following)), fixes)
+    blank = NO_OPTION[lang] if "placeholder option dropped" in fixes else NO_SPEECHES[lang]
     spaced = " " if lang == "en" and lead.group(0).strip("*") else ""
     line = form + (colon if lead.group(1) or not words else spaced) + (words or blank)
     if written != form:
