@@ -208,7 +208,11 @@ def turn(turn_obj: Turn, *, new: bool, section: int | None = None) -> str:
     position), else replacing itself."""
     where = f"beforeend:#phase-{section}-turns" if section else "beforeend:#transcript"
     replaced = replaced_key(turn_obj.key)
-    earlier = list(Turn.objects.filter(debate_id=turn_obj.debate_id, key=replaced)) if replaced else []
+    earlier = (
+        list(Turn.objects.filter(debate_id=turn_obj.debate_id, key=replaced).select_related("debate"))
+        if replaced
+        else []
+    )
     turn_obj.discarded = earlier
     drawn = part("turn", turn=turn_obj, oob=where if new else "outerHTML")
     if new:  # the attempt it replaces leaves the transcript: it is shown folded under this one

@@ -357,8 +357,7 @@ class DjangoSink:
             self.known.turns[event.key] = KnownTurn(
                 event.round, event.speaker, event.speaker_name, event.speaker_name_en, Turn.State.RUNNING
             )
-        debate, section = self._bump(), self.section
-        return lambda: frames.turn(turn, new=existing is None, section=section) + frames.status(debate, self._drawn())
+        return self._turn_frame(turn, self._bump(), new=existing is None, section=self.section)
 
     def _on_TurnFinished(self, event: ev.TurnFinished) -> str:  # noqa: N802
         if event.replayed:
@@ -380,9 +379,14 @@ class DjangoSink:
         )
         self._forget(event.key)
         self._turn_known(event.key, state=Turn.State.DONE, completion_tokens=event.completion_tokens)
-        debate = self._bump(**self._totals())
-        turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.status(debate, self._drawn())
+        return self._turn_frame(Turn.objects.get(debate_id=self.debate_id, key=event.key), self._bump(**self._totals()))
+
+    def _turn_frame(self, turn: Turn, debate: Debate | None, *, new: bool = False, section: int | None = None):
+        """The turn's article and the stage, drawn after the commit. The turn is given the debate
+        just read (its question: a speech's echo of it is not shown) instead of a query for it."""
+        if debate is not None:
+            turn.debate = debate
+        return lambda: frames.turn(turn, new=new, section=section) + frames.status(debate, self._drawn())
 
     def _pace_of(self, key: str) -> dict:
         """When the ended turn's text arrived (the flusher kept it in memory, a point per write):
@@ -411,9 +415,7 @@ class DjangoSink:
         )
         self._forget(event.key)
         self._turn_known(event.key, state=self._failed_state(event), completion_tokens=event.completion_tokens)
-        debate = self._bump(**self._totals())
-        turn = Turn.objects.get(debate_id=self.debate_id, key=event.key)
-        return lambda: frames.turn(turn, new=False) + frames.status(debate, self._drawn())
+        return self._turn_frame(Turn.objects.get(debate_id=self.debate_id, key=event.key), self._bump(**self._totals()))
 
     @staticmethod
     def _failed_state(event: ev.TurnFailed) -> str:

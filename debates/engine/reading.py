@@ -6,6 +6,8 @@ summary). A reader gets it shown:
 - without the grammar's label for the speech itself ("正文：", "Speech: "), which says nothing;
   the other parts' labels ("立场变化", "Position change") are kept, in bold, as small headings;
 - without its summary line when the summary is shown beside the speech (it was printed twice);
+- without a first line that only says the debate's question again (small models open with it:
+  the bundled one did in both languages, each speaker of a round);
 - an attempt a format sent back and had written again (a duel speech that argued the other side,
   `duel:1:huineng` → `duel:1:huineng:again`; a host draft over its limit, `host:verdict` →
   `host:verdict-again`) is never shown as a speech of its own: it is folded under the turn that
@@ -19,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from debates.engine.text import OWN_SUMMARY_LABELS, STRUCTURE_LABELS
+from debates.engine.text import OWN_SUMMARY_LABELS, STRUCTURE_LABELS, restates
 
 T = TypeVar("T")
 
@@ -95,11 +97,11 @@ def _label_pattern(labels: tuple[str, ...]) -> re.Pattern:
     )
 
 
-def shown_speech(text: str, parts: Sequence[str] | None = None, *, summary: str = "") -> str:
+def shown_speech(text: str, parts: Sequence[str] | None = None, *, summary: str = "", question: str = "") -> str:
     """`text` as a reader sees it. `parts`: the labels of the form the turn was written to (its
     `data["parts"]`), beside the labels the formats use in either language; `summary`: the summary
-    shown beside it, whose line then leaves the text. The speech's own label goes, other labels
-    become bold headings of their line."""
+    shown beside it, whose line then leaves the text; `question`: the debate's, whose echo as the
+    first line goes. The speech's own label goes, other labels become bold headings of their line."""
     if not text:
         return ""
     # A model may answer in either language's labels, whatever the form asked: both are read.
@@ -127,4 +129,7 @@ def shown_speech(text: str, parts: Sequence[str] | None = None, *, summary: str 
                 out.append(line)
             continue
         out.append(line)
+    said = [n for n, line in enumerate(out) if line.strip()]
+    if question and len(said) > 1 and restates(out[said[0]].strip(" #*>"), question):
+        del out[said[0]]  # the question again, not the speech (a speech that is only that stays)
     return "\n".join(out).strip()

@@ -212,14 +212,14 @@ def render_transcript(
             quoted = "\n".join(f"> {line}" for line in turn["thinking"].strip().splitlines())
             body.append(f"*{translate('Thinking')}*:\n\n{quoted}")
         # A speech's own headings ("## Key points") sit below its turn's "###", never above it.
-        body.append(demote_headings(_shown(turn, with_summary=bool(turn.get("summary"))), below=3))
+        body.append(demote_headings(_shown(turn, question, with_summary=bool(turn.get("summary"))), below=3))
         if turn.get("summary"):
             body.append(f"*{translate('Summary')}*: {turn['summary']}")
         for n, attempt in enumerate(turn.get("earlier") or [], start=1):
             quoted = "\n".join(f"> {line}" for line in attempt.strip().splitlines())
             body.append(f"*{translate('Earlier attempt %(n)d') % {'n': n}}*:\n\n{quoted}")
         for attempt in discarded:
-            quoted = "\n".join(f"> {line}" for line in _shown(attempt).splitlines())
+            quoted = "\n".join(f"> {line}" for line in _shown(attempt, question).splitlines())
             body.append(f"*{translate(DISCARDED)}*:\n\n{quoted}")
         parts.append("\n\n".join(body))
     if not ledger:
@@ -273,11 +273,12 @@ def demote_headings(markdown: str, below: int) -> str:
     return "\n".join(out)
 
 
-def _shown(turn: Mapping, *, with_summary: bool = False) -> str:
+def _shown(turn: Mapping, question: str, *, with_summary: bool = False) -> str:
     """A turn's text as a reader sees it (`reading.shown_speech`); its summary line left out when
     the summary is printed beside it."""
     parts = (turn.get("data") or {}).get("parts")
-    return shown_speech(turn.get("text") or "", parts, summary=turn.get("summary", "") if with_summary else "")
+    summary = turn.get("summary", "") if with_summary else ""
+    return shown_speech(turn.get("text") or "", parts, summary=summary, question=question)
 
 
 def _sections(data: Mapping, part: str, translate: Translate) -> list[str]:

@@ -193,11 +193,17 @@ def money(debate_or_cost, unknown=False):
 def speech(turn, with_summary=True):
     """A turn's text as a reader sees it (`reading.shown_speech`): no label of the grammar for the
     speech itself, the other parts' labels as bold headings, and (`with_summary`) without its
-    summary line, which the page shows beside it once."""
+    summary line, which the page shows beside it once. The debate's question, where the turn has
+    its debate at hand (the page's and the frames' turns do), is not shown again as its first line."""
     from debates.engine.reading import shown_speech
+    from debates.models import Turn
 
     data = getattr(turn, "data", None) or {}
     summary = getattr(turn, "summary", "") if with_summary else ""
+    question = turn.debate.question if isinstance(turn, Turn) and Turn.debate.is_cached(turn) else ""
     return shown_speech(
-        getattr(turn, "text", "") or "", data.get("parts") if isinstance(data, dict) else None, summary=summary
+        getattr(turn, "text", "") or "",
+        data.get("parts") if isinstance(data, dict) else None,
+        summary=summary,
+        question=question,
     )

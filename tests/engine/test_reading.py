@@ -61,6 +61,36 @@ def test_shown_speech_reads_both_languages_labels_and_keeps_text_without_labels(
     assert shown_speech("只是一段话。\n第二行。", None, summary="只是一段话。") == "只是一段话。\n第二行。"
 
 
+ASKED = "参禅与念佛，哪一条路更适合今天的在家人？"
+
+
+def test_a_first_line_that_only_says_the_question_again_is_not_shown():
+    """The bundled model opened speeches with the question, in both languages: not the speech."""
+    assert shown_speech(f"{ASKED}\n\n念佛更稳妥。", None, question=ASKED) == "念佛更稳妥。"
+    english = "Should I learn Rust or Go next?"
+    assert shown_speech(f"**{english}**\nGo: it ships sooner.", None, question=english) == "Go: it ships sooner."
+    # most of it, as small models shorten it, is still the question
+    assert shown_speech("参禅与念佛，哪一条路更适合今天的在家人\n念佛。", None, question=ASKED) == "念佛。"
+    # a first line that answers, a question later in the speech, or a speech that is only the question: kept
+    answered = "参禅与念佛，哪一条路更适合今天的在家人？念佛，因为它不挑根器。\n其次……"
+    assert shown_speech(answered, None, question=ASKED) == answered
+    later = f"念佛更稳妥。\n{ASKED}"
+    assert shown_speech(later, None, question=ASKED) == later
+    assert shown_speech(ASKED, None, question=ASKED) == ASKED
+    assert shown_speech(f"{ASKED}\n念佛。", None) == f"{ASKED}\n念佛。"  # no question given: as written
+
+
+async def test_the_transcript_leaves_out_a_speechs_echo_of_the_question():
+    fake = FakeLLM()
+    fake.reply("duel:1:huineng", f"正文：{ASKED}\n直指人心，见性成佛。\n立场变化：无\n小结：参禅见性。")
+    fake.reply("duel:1:yinguang", f"{ASKED}\n正文：老实念佛。\n立场变化：无\n小结：信愿持名。")
+    fake.reply("duel:close", CLOSE)
+    run = await debate(duel_spec(ASKED, seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), fake)
+    transcript = run.report.transcript_markdown
+    assert transcript.count(ASKED) == 1, transcript  # the question's own line, no speech's
+    assert "直指人心，见性成佛。" in transcript and "老实念佛。" in transcript
+
+
 def test_rewrite_keys_fold_in_every_format():
     keys = ["host:admission", "host:admission-again", "duel:1:a", "duel:1:a:again", "duel:1:b"]
     assert replaced_key("host:verdict-again") == "host:verdict" and replaced_key("duel:1:a") is None
