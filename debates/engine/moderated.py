@@ -326,10 +326,10 @@ _AGREEMENT = re.compile(r"同意|赞同|\bagree", re.IGNORECASE)
 
 def anti_patterns(speaker: Participant, text: str, everyone: list[Participant]) -> list[str]:
     flags = []
-    for earlier in speaker.speeches:
-        if similarity(earlier.text, text) > 0.6:
-            flags.append("repetition")
-            break
+    # Repetition of anything said before, the speaker's own or another's: the bundled model gave
+    # the second speaker of a round the first one's speech word for word.
+    if any(similarity(earlier.text, text) > 0.6 for p in everyone for earlier in p.speeches):
+        flags.append("repetition")
     if _AS_AN_AI.search(text):
         flags.append("persona drift")
     for other in everyone:

@@ -223,6 +223,19 @@ async def test_anti_pattern_flags():
     assert run.warning_codes.count("anti_pattern") == 4
 
 
+async def test_a_speech_that_copies_anothers_is_flagged_as_repetition():
+    """Seen with the bundled model: the round's second speaker wrote the first one's speech again."""
+    first = "反过来想：如果一家小公司死了，最可能的死因是现金流断裂，而不是产品不够好。" * 2
+    said = {"charlie-munger": first, "steve-jobs": first, "confucius": "名不正则言不顺：先说清楚卖的是什么。"}
+
+    run = await debate(moderated_spec(rounds=1), mod_fake(lambda call, slug, n: said[slug]))
+
+    order = [key.split(":")[2] for key in run.keys if key.startswith("speech:")]
+    later = max(("charlie-munger", "steve-jobs"), key=order.index)  # the one who spoke it second
+    assert [(f["speaker"], f["flag"]) for f in run.data["flags"]] == [(later, "repetition")]
+    assert run.warning_codes.count("anti_pattern") == 1
+
+
 async def test_verdict_is_forced_into_the_fixed_form():
     run = await debate(moderated_spec(rounds=1), mod_fake(verdict="我认为应该选先做产品，理由是验证成本低。"))
 
