@@ -27,7 +27,7 @@ from debates.engine.i18n import Text, gettext_noop, verbatim
 from debates.engine.i18n import text as message_text
 from debates.engine.repetition import Repetition, RepetitionGuard
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
-from debates.engine.text import summary_of, whole_sentences
+from debates.engine.text import summary_of, whole_sentences, without_own_name
 from debates.engine.turns import (
     CAPPED_MARK,
     AwaitingHuman,
@@ -458,6 +458,8 @@ class DebateContext:
             )
         else:
             raw = completion.text or reply.text
+        # Before the format reads it (and counts its characters): not a part of the speech.
+        raw = without_own_name(raw, (plan.speaker.name, plan.speaker.name_en))
         text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
         if reply.capped:
             data = {**data, "reply_capped": True}

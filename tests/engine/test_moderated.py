@@ -202,6 +202,23 @@ async def test_speech_over_the_character_limit_is_cut_and_marked():
     assert "最大字数：40" in munger.user
 
 
+async def test_a_speech_that_opens_with_its_speakers_own_name_as_a_label_is_kept_without_it():
+    """The bundled model wrote "Charlie Munger: …" / "Steve Jobs: Hi everyone!" (the context gives
+    earlier speeches as "Name: speech"): the label is not the speech, its summary or its length."""
+    body = "反过来想：小公司最常见的死因是现金流断裂，不是产品不够好，所以先卖。"  # 35 characters
+
+    def speech(call, slug, n):
+        return f"**{NAME[slug]}：** {body}" if slug == "charlie-munger" else f"【{NAME[slug]}】{body}"
+
+    run = await debate(moderated_spec(rounds=1, max_chars=len(body)), mod_fake(speech))
+
+    for key, turn in run.turns().items():
+        if key.startswith("speech:"):
+            assert turn.text == body and turn.data["cut"] is False, (key, turn.text)
+            assert NAME[key.split(":")[2]] not in turn.summary
+    assert "speech_cut" not in run.warning_codes
+
+
 async def test_anti_pattern_flags():
     said = {
         ("steve-jobs", 1): "MARK 产品是一切的起点，先做出让人尖叫的东西，再考虑怎么卖。" * 2,

@@ -80,6 +80,17 @@ def test_a_first_line_that_only_says_the_question_again_is_not_shown():
     assert shown_speech(f"{ASKED}\n念佛。", None) == f"{ASKED}\n念佛。"  # no question given: as written
 
 
+def test_a_speakers_own_name_as_a_label_goes_and_a_name_in_a_sentence_stays():
+    from debates.engine.text import without_own_name
+
+    names = ("查理·芒格", "Charlie Munger")
+    assert without_own_name("Charlie Munger: As a lawyer, I invert.", names) == "As a lawyer, I invert."
+    assert without_own_name("**查理·芒格：** 反过来想。", names) == "反过来想。"
+    assert without_own_name("[Charlie Munger] Invert.", names) == "Invert."
+    for kept in ("Charlie Munger once said: invert.", "Charlie Munger:", "Steve Jobs: Hi.", "反过来想。"):
+        assert without_own_name(kept, names) == kept
+
+
 async def test_the_transcript_leaves_out_a_speechs_echo_of_the_question():
     fake = FakeLLM()
     fake.reply("duel:1:huineng", f"正文：{ASKED}\n直指人心，见性成佛。\n立场变化：无\n小结：参禅见性。")
