@@ -21,7 +21,7 @@ from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
-from debates.engine.text import clip, cut_marked, first_sentence, normalise, similarity
+from debates.engine.text import clip, cut_marked, first_sentence, normalise, restates, similarity
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 from debates.providers.base import estimate_messages_tokens
 
@@ -713,10 +713,19 @@ def _content(line: str) -> str:
 _PLACEHOLDER = re.compile(r"^\s*(?:\[[^\[\]]*\]|【[^【】]*】|<[^<>]*>)\s*[.。]?\s*$")
 
 
-def _named(words: str, fixes: list[str]) -> str:
-    """`words`, or "" where they are a template's blank (the fix noted in `fixes`)."""
+# Fixes after which the verdict's line says no option was named.
+NAMED_NONE = ("placeholder option dropped", "question as the option dropped")
+
+
+def _named(words: str, fixes: list[str], asked: tuple[str, ...] = ()) -> str:
+    """`words`, or "" where they name no option (the fix noted in `fixes`): a template's blank, or
+    the debate's question itself (the bundled model wrote it back as its "option"), as asked or
+    with its stance words taken out as the verdict's were (`asked`)."""
     if _PLACEHOLDER.match(words.replace("**", "").strip(" *_")):
-        fixes.append("placeholder option dropped")
+        fixes.append(NAMED_NONE[0])
+        return ""
+    if any(restates(words, question) for question in asked):
+        fixes.append(NAMED_NONE[1])
         return ""
     return words
 
@@ -740,12 +749,14 @@ def _option_line(lines: list[str]) -> int | None:
     return first_outside if first_outside is not None else first
 
 
-def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
+def enforce_verdict_form(text: str, lang: str = "zh", question: str = "") -> tuple[str, list[str]]:
     """The verdict opens with the fixed form, on its own first line and in the debate's language
     (`lang`), and holds no stance words outside quotations; fixed by code when the model did not.
-    Either language's form is recognised. Returns (verdict, the fixes made)."""
+    Either language's form is recognised; the debate's `question` written as the option names
+    none. Returns (verdict, the fixes made)."""
     form, colon = VERDICT_FORMS[lang], say(lang, "：", ": ")
     body, removed = strip_stance_words(text.strip())
+    asked = (question, strip_stance_words(question)[0]) if question else ()
     fixes = [f"removed {word!r}" for word in removed]
     lines = body.splitlines()
     at = next((n for n, line in enumerate(lines) if _FORM_RE.search(line)), None)
@@ -753,7 +764,7 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
         at = _option_line(lines)
         if at is None:
             return f"{form}{colon}{NO_SPEECHES[lang]}", [*fixes, "verdict form added"]
-        option = _named(_content(lines.pop(at)), fixes) or NO_OPTION[lang]
+        option = _named(_content(lines.pop(at)), fixes, asked) or NO_OPTION[lang]
         rest = _tidy(lines)
         fixes.append("verdict form added")
         line = f"{form}{colon}{clip(option, 200)}"
@@ -763,12 +774,12 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
     # What follows the form: its colon (either width) in this language's, bold marks dropped; the
     # option written straight after the form stays so ("…的选项是先做销售。").
     lead = re.match(r"[\s*]*([:：])?[\s*]*", lines[at][found.end() :])
-    words = _named(lines[at][found.end() + lead.end() :].rstrip().removesuffix("**").rstrip(), fixes)
+    words = _named(lines[at][found.end() + lead.end() :].rstrip().removesuffix("**").rstrip(), fixes, asked)
     if not words:  # the option on the next line: joined to the form
         following = next((n for n in range(at + 1, len(lines)) if lines[n].strip()), None)
         if following is not None and not _is_heading(lines[following]):
-            words = _named(_content(lines.pop(following)), fixes)
-    blank = NO_OPTION[lang] if "placeholder option dropped" in fixes else NO_SPEECHES[lang]
+            words = _named(_content(lines.pop(following)), fixes, asked)
+    blank = NO_OPTION[lang] if set(NAMED_NONE) & set(fixes) else NO_SPEECHES[lang]
     spaced = " " if lang == "en" and lead.group(0).strip("*") else ""
     line = form + (colon if lead.group(1) or not words else spaced) + (words or blank)
     if written != form:
@@ -785,10 +796,10 @@ def enforce_verdict_form(text: str, lang: str = "zh") -> tuple[str, list[str]]:
     return (f"{line}\n\n{rest}" if rest else line), fixes
 
 
-def chosen_option(verdict: str, lang: str = "zh") -> str:
+def chosen_option(verdict: str, lang: str = "zh", question: str = "") -> str:
     """What the verdict chose: its fixed line's content, the form itself left out ("先做产品。"); when
     the line names nothing, the first real sentence after it. The verdict turn's summary."""
-    fixed, _fixes = enforce_verdict_form(verdict, lang)
+    fixed, _fixes = enforce_verdict_form(verdict, lang, question)
     first, _, rest = fixed.partition("\n")
     found = _FORM_RE.search(first)
     # Emphasis is the model's markup, not the option: "**hire a designer**." reads "hire a designer."
@@ -843,16 +854,26 @@ def _verdict_plan(ctx, moderator: PersonaSpec, history: list[TurnResult]) -> Tur
         ),
         kind="verdict",
         duty=say(lang, "主席，不是辩手。", "Chair, not contestant."),
-        # Its summary is the option chosen, not the fixed line cut off ("If forced to choose, … is…").
-        postprocess=lambda reply: (reply, {"summary": chosen_option(reply, lang)}),
+        postprocess=lambda reply: _settled_verdict(reply, lang, ctx.spec.question),
     )
+
+
+def _settled_verdict(reply: str, lang: str, question: str) -> tuple[str, dict]:
+    """The verdict turn's text is the verdict in its fixed form (the transcript and the page show
+    what the report does, the fixed line first), the fixes made kept with it; its summary is the
+    option chosen, not the fixed line cut off ("If forced to choose, … is…")."""
+    verdict, fixes = enforce_verdict_form(reply, lang, question)
+    return verdict, {"summary": chosen_option(verdict, lang, question), "verdict_fixes": fixes}
 
 
 async def _verdict(ctx, moderator: PersonaSpec, history, report: ReportBuilder):
     """The moderator's synthesis, always: its allowance was kept in reserve while the speeches ran."""
     await ctx.phase(0, "verdict", gettext_noop("Verdict"))
     result = await ctx.turn(_verdict_plan(ctx, moderator, history))
-    verdict, fixes = enforce_verdict_form(result.text, ctx.lang)
+    if "verdict_fixes" in result.data:
+        verdict, fixes = result.text, result.data["verdict_fixes"]
+    else:  # a verdict turn written before its text was the fixed verdict, taken up on a resume
+        verdict, fixes = enforce_verdict_form(result.text, ctx.lang, ctx.spec.question)
     report.data["verdict"] = verdict
     report.data["verdict_fixes"] = fixes
     report.section("verdict", gettext_noop("The moderator's synthesis and verdict"), verdict)

@@ -261,6 +261,10 @@ async def test_verdict_is_forced_into_the_fixed_form():
     assert "我认为" not in verdict and "应该选" not in verdict
     assert run.data["verdict_fixes"] == ["removed '我认为'", "removed '应该选'", "verdict form added"]
     assert verdict in run.report.verdict_markdown
+    # the verdict turn (the transcript's, the page's) is that verdict too, its fixed line first
+    turn = run.turns()["moderator:verdict"]
+    assert turn.text == verdict and turn.data["verdict_fixes"] == run.data["verdict_fixes"]
+    assert verdict in run.report.transcript_markdown and "我认为应该选" not in run.report.transcript_markdown
 
 
 async def test_a_verdict_already_in_the_fixed_form_is_left_alone():

@@ -216,6 +216,25 @@ def test_a_templates_blank_after_the_form_names_no_option():
     )
 
 
+def test_the_question_written_back_as_the_option_names_none():
+    """The bundled model's verdict in a Chinese run: a heading, then the question itself."""
+    asked = "我应该先还房贷，还是先投资指数基金？"
+    verdict, fixes = enforce_verdict_form(f"## 议题\n{asked}\n\n## 理由\n利率高于预期收益。", "zh", asked)
+    assert first_line(verdict) == f"{VERDICT_FORM}：（未写明选项）" and "question as the option dropped" in fixes
+    assert asked not in verdict
+    english = "Should I learn Rust or Go next?"
+    verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM_EN}: {english}\n## Reasons\nGo ships sooner.", "en", english)
+    assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
+    assert (
+        chosen_option(f"{VERDICT_FORM_EN}: {english}\n## Reasons\nGo ships sooner.", "en", english)
+        == "Go ships sooner."
+    )
+    # an option that answers the question is an option, and without the question nothing changes
+    answer = f"{VERDICT_FORM_EN}: Go, since the team ships web services."
+    assert enforce_verdict_form(answer, "en", english) == (answer, [])
+    assert first_line(enforce_verdict_form(f"{VERDICT_FORM_EN}: {english}", "en")[0]).endswith(english)
+
+
 def test_stance_words_go_outside_quotations_only():
     verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM}：先卖。\n## 理由\n芒格说“我认为应该先卖”，我认为有理。")
     assert verdict == f"{VERDICT_FORM}：先卖。\n\n## 理由\n芒格说“我认为应该先卖”，有理。"
