@@ -25,6 +25,7 @@ from debates.engine.budget import Ledger, money
 from debates.engine.evidence import pack_from_options
 from debates.engine.i18n import Text, gettext_noop, verbatim
 from debates.engine.i18n import text as message_text
+from debates.engine.prompts import without_echoed_headings
 from debates.engine.repetition import Repetition, RepetitionGuard
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
 from debates.engine.text import summary_of, whole_sentences, without_own_name
@@ -458,8 +459,9 @@ class DebateContext:
             )
         else:
             raw = completion.text or reply.text
-        # Before the format reads it (and counts its characters): not a part of the speech.
-        raw = without_own_name(raw, (plan.speaker.name, plan.speaker.name_en))
+        # Before the format reads it (and counts its characters): the prompt's headings and the
+        # speaker's own name copied at its start are not a part of the speech.
+        raw = without_own_name(without_echoed_headings(raw), (plan.speaker.name, plan.speaker.name_en))
         text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
         if reply.capped:
             data = {**data, "reply_capped": True}

@@ -142,8 +142,24 @@ def domain_bridge(persona: PersonaSpec, lang: str = "zh") -> str:
     )
 
 
-# A small model sometimes echoes the prompt's own headings after its speech: stop there.
-ECHO_STOPS = {lang: (f"## {h['output']}", f"## {h['rules']}") for lang, h in HEADINGS.items()}
+# A small model sometimes echoes the prompt's own headings after its speech: stop there. After a
+# line break only: the bundled model also opened a reply with one ("## 输出格式"), and a stop that
+# matched there ended the reply empty, every retry alike (a moderated verdict failed so, 3 of 3).
+ECHO_STOPS = {lang: (f"\n## {h['output']}", f"\n## {h['rules']}") for lang, h in HEADINGS.items()}
+
+
+_ECHOED_HEADING = re.compile(
+    r"\A(?:\s*#{1,6}[ \t]*(?:"
+    + "|".join(re.escape(h) for headings in HEADINGS.values() for h in headings.values())
+    + r")[ \t]*[:：]?[ \t]*(?:\n|\Z))+"
+)
+
+
+def without_echoed_headings(text: str) -> str:
+    """A reply without the prompt's own headings copied at its start ("## 输出格式", "## Question"):
+    the prompt's furniture, not the speech (the ECHO_STOPS end one copied after it)."""
+    found = _ECHOED_HEADING.match(text)
+    return text[found.end() :] if found and text[found.end() :].strip() else text
 
 
 def stop_before(names: list[str], lang: str = "zh") -> list[str]:

@@ -158,13 +158,16 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
 def without_own_name(text: str, names) -> str:
     """A reply without its speaker's own name written as a label before it ("Charlie Munger: …",
     "**史蒂夫·乔布斯：**…", "【查理·芒格】…"): small models copy the "Name: speech" lines of the
-    earlier speeches they are given. A name followed by words of the speech stays ("Munger once said")."""
+    earlier speeches they are given; also on the first line after headings it opened with ("####
+    Opening statements"). A name followed by words of the speech stays ("Munger once said")."""
     names = [n for n in dict.fromkeys(names) if n]
     if not names:
         return text
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    label = re.match(rf"\s*(?:\*\*|【|\[)?\s*(?:{alternatives})\s*(?:\*\*)?\s*(?:[:：]|】|\])\s*(?:\*\*)?[ \t]*", text)
-    return text[label.end() :] if label and text[label.end() :].strip() else text
+    start = re.match(r"(?:[ \t]*#{1,6}[^\n]*\n|[ \t]*\n)*", text).end()
+    label = re.compile(rf"\s*(?:\*\*|【|\[)?\s*(?:{alternatives})\s*(?:\*\*)?\s*(?:[:：]|】|\])\s*(?:\*\*)?[ \t]*")
+    found = label.match(text, start)
+    return text[:start] + text[found.end() :] if found and text[found.end() :].strip() else text
 
 
 def restates(line: str, question: str) -> bool:

@@ -253,6 +253,15 @@ async def test_a_speech_that_copies_anothers_is_flagged_as_repetition():
     assert run.warning_codes.count("anti_pattern") == 1
 
 
+async def test_a_verdict_that_opens_with_the_prompts_heading_is_the_verdict_without_it():
+    """The bundled model opened its verdict with "## 输出格式" (the prompt's heading); a stop on it
+    used to end the reply empty there, and the debate failed after three empty retries."""
+    run = await debate(moderated_spec(rounds=1), mod_fake(verdict="## 输出格式\n" + GOOD_VERDICT))
+    turn = run.turns()["moderator:verdict"]
+    assert turn.text.startswith(f"{VERDICT_FORM}：") and "输出格式" not in turn.text
+    assert run.data["verdict_fixes"] == []
+
+
 async def test_verdict_is_forced_into_the_fixed_form():
     run = await debate(moderated_spec(rounds=1), mod_fake(verdict="我认为应该选先做产品，理由是验证成本低。"))
 
@@ -307,5 +316,5 @@ async def test_moderated_stop_sequences_and_finish_event():
     run = await debate(moderated_spec(rounds=1), mod_fake())
     first = run.call("speech:1:steve-jobs:1")
     # The same stop strings as every format: other speakers' lines, and the prompt's own headings.
-    assert first.stop == ["\n查理·芒格：", "\n孔子：", "## 输出格式", "## 本轮规则"]
+    assert first.stop == ["\n查理·芒格：", "\n孔子：", "\n## 输出格式", "\n## 本轮规则"]
     assert run.finished == ev.Finished("done")

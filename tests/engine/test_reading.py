@@ -89,6 +89,22 @@ def test_a_speakers_own_name_as_a_label_goes_and_a_name_in_a_sentence_stays():
     assert without_own_name("[Charlie Munger] Invert.", names) == "Invert."
     for kept in ("Charlie Munger once said: invert.", "Charlie Munger:", "Steve Jobs: Hi.", "反过来想。"):
         assert without_own_name(kept, names) == kept
+    # after a heading it opened with (the round's name), the heading kept
+    opened = "#### Opening statements\n**Charlie Munger:** Today I invert."
+    assert without_own_name(opened, names) == "#### Opening statements\nToday I invert."
+
+
+def test_the_prompts_own_headings_copied_at_a_replys_start_go_and_stops_fire_only_after_a_line_break():
+    from debates.engine.prompts import stop_before, without_echoed_headings
+
+    assert without_echoed_headings("## 输出格式\n若被迫选，……：先还房贷。") == "若被迫选，……：先还房贷。"
+    assert without_echoed_headings("## 议题\n## Question:\n正文。") == "正文。"
+    for kept in ("## Key points\n- a", "## 输出格式", "Speech.\n## 输出格式"):
+        assert without_echoed_headings(kept) == kept
+    # A stop that matched a reply's very start returned it empty (llama.cpp, every retry alike):
+    # the echo stops need the line break before them.
+    for lang in ("zh", "en"):
+        assert all(stop.startswith("\n") for stop in stop_before(["A", "B"], lang))
 
 
 async def test_the_transcript_leaves_out_a_speechs_echo_of_the_question():
