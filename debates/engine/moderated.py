@@ -730,6 +730,32 @@ def _named(words: str, fixes: list[str], asked: tuple[str, ...] = ()) -> str:
     return words
 
 
+# The tag each speech carries in the verdict's material ("【孔子·第1轮】", "[Confucius · round 1]"),
+# copied into the verdict before a copied speech: the material's furniture, not the verdict's words.
+_SPEECH_TAG = re.compile(r"^\s*(?:【[^【】\n]{1,40}·第\s*\d+\s*轮】|\[[^\[\]\n]{1,40} · round \d+\])\s*")
+
+
+def _without_copies(lines: list[str], fixes: list[str]) -> list[str]:
+    """The verdict's lines after its fixed one, without the form written again (whole, or cut off
+    by the reply's end: "若被迫选，在所有发言的基础上最小损失的") and without the material's speech
+    tags: the fixed line is where it belongs once, at the top."""
+    forms = [f.lower() for f in VERDICT_FORMS.values()]
+    kept = []
+    for line in lines:
+        words = line.strip(" #*>-").lower()
+        if _FORM_RE.search(line) or (len(words) >= 6 and any(f.startswith(words) for f in forms)):
+            fixes.append("repeated verdict form dropped")
+            continue
+        tag = _SPEECH_TAG.match(line)
+        if tag:
+            fixes.append("speech tag dropped")
+            line = line[tag.end() :]
+            if not line.strip():
+                continue
+        kept.append(line)
+    return kept
+
+
 def _option_line(lines: list[str]) -> int | None:
     """When the form is missing: the line holding the option: the first under the verdict's own
     heading (裁决 / Verdict), else the first outside the key points, else the first with words."""
@@ -765,7 +791,7 @@ def enforce_verdict_form(text: str, lang: str = "zh", question: str = "") -> tup
         if at is None:
             return f"{form}{colon}{NO_SPEECHES[lang]}", [*fixes, "verdict form added"]
         option = _named(_content(lines.pop(at)), fixes, asked) or NO_OPTION[lang]
-        rest = _tidy(lines)
+        rest = _tidy(_without_copies(lines, fixes))
         fixes.append("verdict form added")
         line = f"{form}{colon}{clip(option, 200)}"
         return (f"{line}\n\n{rest}" if rest else line), fixes
@@ -789,10 +815,10 @@ def enforce_verdict_form(text: str, lang: str = "zh", question: str = "") -> tup
     first = next(n for n, ln in enumerate(lines) if ln.strip())
     if first != at:
         fixes.append("verdict line moved to the top")
+    after = _without_copies(lines[at + 1 :], fixes)
     if first == at and line == lines[at] and not fixes:
         return body, fixes
-    lines.pop(at)
-    rest = _tidy(lines)
+    rest = _tidy(lines[:at] + after)
     return (f"{line}\n\n{rest}" if rest else line), fixes
 
 

@@ -235,6 +235,23 @@ def test_the_question_written_back_as_the_option_names_none():
     assert first_line(enforce_verdict_form(f"{VERDICT_FORM_EN}: {english}", "en")[0]).endswith(english)
 
 
+def test_the_form_is_on_the_first_line_once_and_the_materials_speech_tags_go():
+    """The bundled model's Chinese verdict: after the fixed line it copied a speech with its tag
+    from the material, and its reply ended on the form begun again and cut off."""
+    text = (
+        f"{VERDICT_FORM}：先还房贷。\n【史蒂夫·乔布斯·第1轮】首先，我要明确我的角色。\n"
+        "## 理由\n- 家庭财务稳定。\n若被迫选，在所有发言的基础上最小损失的"
+    )
+    verdict, fixes = enforce_verdict_form(text, "zh")
+    assert verdict == f"{VERDICT_FORM}：先还房贷。\n\n首先，我要明确我的角色。\n## 理由\n- 家庭财务稳定。"
+    assert fixes == ["speech tag dropped", "repeated verdict form dropped"]
+    english = (
+        f"{VERDICT_FORM_EN}: Go.\n[Steve Jobs · round 1] Rust is safer.\n## Reasons\n- Ships.\nIf forced to choose,"
+    )
+    verdict, _fixes = enforce_verdict_form(english, "en")
+    assert verdict == f"{VERDICT_FORM_EN}: Go.\n\nRust is safer.\n## Reasons\n- Ships."
+
+
 def test_stance_words_go_outside_quotations_only():
     verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM}：先卖。\n## 理由\n芒格说“我认为应该先卖”，我认为有理。")
     assert verdict == f"{VERDICT_FORM}：先卖。\n\n## 理由\n芒格说“我认为应该先卖”，有理。"
