@@ -152,7 +152,8 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
             if _says_something(s) and not restates(s, question)
         ]
         summary = next(iter(candidates), "") or summary or text.strip()
-    return whole_sentences(_WS.sub(" ", summary), limit)
+    # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
+    return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 
 
 def without_own_name(text: str, names) -> str:

@@ -154,6 +154,12 @@ def test_summaries_end_on_a_sentence(text, limit, expected):
     assert not got.endswith(("无论在", "or in"))
 
 
+def test_a_summary_carries_no_bold_marks():
+    """The bundled host's summary read "Bayes**: The core argument…" from a bold-labelled list."""
+    text = "#### Highlights\n- **Bayes**: The core argument is its effect on output.\n- **Osborn**: More ideas."
+    assert summary_of(text, 80) == "Bayes: The core argument is its effect on output."
+
+
 def test_a_summary_is_never_just_a_list_number():
     assert summary_of("正文：讲了很多。\n小结：\n1. 念佛是稳妥的路。\n2. 参禅也可。", 80) == "念佛是稳妥的路。"
     assert summary_of("1. 念佛是稳妥的路。2. 参禅", 80) == "念佛是稳妥的路。"
