@@ -60,14 +60,22 @@ async def test_viewers_in_two_languages_each_read_their_own(chromium, agora, fak
     await chinese.emulate_media(reduced_motion="reduce")
     assert (await dot_animation(chinese)).startswith("none ")
     await shot(chinese, "live-phone-zh")
-    # On the phone the running speech is on the first screen (the audience panel follows the
-    # transcript while the debate runs; above it, it pushed the speech below the fold).
-    top = await chinese.evaluate(
-        "(() => { const t = document.querySelector('#transcript .turn-running');"
-        " return t ? t.getBoundingClientRect().top : null; })()"
-    )
-    if top is not None:  # between two turns nobody is running
-        assert top < PHONE[1], top
+    # On the phone the first running speech is on the first screen (the audience panel follows the
+    # transcript while the debate runs; above it, it pushed the speech below the fold). A viewer who
+    # arrives later (under load the first turn can be over by now) starts at the top of the page,
+    # where "Jump to live" offers the way down to a speaker below the screen.
+    read = """(() => { const t = document.querySelector('#transcript .turn-running');
+                       if (!t) return null;
+                       return [t.getBoundingClientRect().top, document.querySelector('#transcript article.turn') === t,
+                               !document.getElementById('jump-to-live').hidden]; })()"""
+    for _ in range(20):  # the button is shown in the animation frame after a message
+        state = await chinese.evaluate(read)
+        if state is None or state[0] < PHONE[1] or (not state[1] and state[2]):
+            break
+        await chinese.wait_for_timeout(100)
+    if state is not None:  # between two turns nobody is running
+        top, first, jump_shown = state
+        assert top < PHONE[1] or (not first and jump_shown), state
     audience = await chinese.evaluate("document.querySelector('#audience').getBoundingClientRect().top")
     transcript = await chinese.evaluate("document.querySelector('#transcript').getBoundingClientRect().top")
     assert audience > transcript
