@@ -76,9 +76,15 @@ async def test_viewers_in_two_languages_each_read_their_own(chromium, agora, fak
     if state is not None:  # between two turns nobody is running
         top, first, jump_shown = state
         assert top < PHONE[1] or (not first and jump_shown), state
-    audience = await chinese.evaluate("document.querySelector('#audience').getBoundingClientRect().top")
-    transcript = await chinese.evaluate("document.querySelector('#transcript').getBoundingClientRect().top")
-    assert audience > transcript
+    # On a laptop too (at 1280 × 800 the panel above the transcript put the first speech's words
+    # below the screen for a viewer who opened the page as it began).
+    below = (
+        "document.querySelector('#audience').getBoundingClientRect().top"
+        " > document.querySelector('#transcript').getBoundingClientRect().top"
+    )
+    for page in (chinese, english):
+        if await page.locator("#debate-report h2").count() == 0:  # with the report it stands above
+            assert await page.evaluate(below)
     await shot(english, "live")
 
     for page in (english, chinese):
