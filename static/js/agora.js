@@ -185,7 +185,7 @@
   // Follow the speaking turn while the reader is at the bottom or watching it; once they scroll
   // away, leave the page where it is and offer a way back to the live turn.
   var jump = document.getElementById("jump-to-live");
-  var wasFollowing = true;
+  var wasFollowing = false;  // set from where the page opens, at the end
   function atBottom() {
     return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
   }
@@ -214,12 +214,17 @@
   }
   // Once there is a result (the report, above the transcript), a way up to it from anywhere below.
   var toResult = document.getElementById("jump-to-result");
+  // Written only when they change: a write, even of the same value, makes the frame work out its
+  // styles a second time.
+  function setHidden(el, hidden) {
+    if (el.hidden !== hidden) el.hidden = hidden;
+  }
   function showJump() {
-    if (jump) jump.hidden = atBottom() || liveInView() || !streaming();
+    if (jump) setHidden(jump, atBottom() || liveInView() || !streaming());
     var title = document.getElementById("report-title");
     if (toResult) {
       var below = title && title.getBoundingClientRect().bottom < 0;
-      toResult.hidden = !below || (jump && !jump.hidden);
+      setHidden(toResult, !below || (jump && !jump.hidden));
     }
   }
   if (toResult) {
@@ -249,13 +254,11 @@
   }
   // Following: at the bottom, or with the speaking turn in view (where "Jump to live" leaves the
   // reader when the page's foot is taller than the bottom margin: it went on following then only
-  // until the next turn started below the screen). Read before the first message since the last
-  // frame pass, while the layout is still the one drawn (later messages of the same frame would
-  // each force a layout for the same answer).
+  // until the next turn started below the screen). Decided at the end of each frame pass, from the
+  // layout that frame draws, and again by the reader's own scrolls; never when a message arrives:
+  // by then a timer (the meter, htmx's settling) has often changed the page, and the read forced
+  // another pass over the styles (with the same-value writes below, 2.7 passes per frame, not 1).
   var framePending = false;
-  document.addEventListener("htmx:wsBeforeMessage", function () {
-    if (!framePending) wasFollowing = atBottom() || liveInView();
-  });
   // A streaming speech begins with its form's label ("正文：", "Speech: "): it goes as soon as it
   // has arrived whole (the finished turn is drawn without it too). Checked only until the text
   // has outgrown the longest label, so a turn costs a handful of checks, not one per token. The
@@ -327,6 +330,7 @@
       follow();
       ownScrollY = window.scrollY;
     }
+    wasFollowing = atBottom() || liveInView();  // the layout follow() read: no second one
     showJump();
   }
   document.addEventListener("htmx:wsAfterMessage", function (event) {
@@ -353,12 +357,15 @@
   // A person's composer is for the person in the seat; the others read who is awaited.
   function showComposer() {
     document.querySelectorAll("#composer").forEach(function (form) {
-      form.hidden = form.getAttribute("data-seat") !== live.getAttribute("data-user");
+      setHidden(form, form.getAttribute("data-seat") !== live.getAttribute("data-user"));
     });
   }
   document.addEventListener("htmx:wsAfterMessage", showComposer);
 
   showComposer();
+  // A page opened before any speech ended follows from the first word; one with speeches to read
+  // stays at the top unless the speaker is already in view ("Jump to live" takes the reader there).
+  wasFollowing = atBottom() || liveInView() || !live.querySelector("article.turn:not(.turn-running)");
   showJump();
   updateTitle();
   updateElapsed();
