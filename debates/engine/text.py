@@ -41,6 +41,11 @@ def normalise(text: str) -> str:
 STRUCTURE_LABELS = ("正文", "立场", "立场变化", "核心论点", "核心论据", "论据", "反驳", "沉默声明", "置信度", "小结")
 # Field lines about the speech rather than of it: never a speech's first sentence.
 META_LABELS = ("立场变化", "沉默声明", "置信度", "小结")
+# The English forms' labels ("Speech: …", "Position change: …"), read as the Chinese above are.
+_EN_META = re.compile(r"(?:position change|silence|confidence|summary)\s*:", re.IGNORECASE)
+_EN_STRUCTURE = re.compile(
+    r"^(?:speech|body|(?:final )?position|thesis|(?:core )?arguments?|rebuttal)\s*\**\s*:\s*\**\s*", re.IGNORECASE
+)
 
 
 def first_sentence(text: str) -> str:
@@ -49,17 +54,18 @@ def first_sentence(text: str) -> str:
 
 def sentences(text: str):
     """The sentences of the lines that say something, in order: headings, labels alone and meta
-    lines skipped, a structure label ("正文：") dropped from the front."""
+    lines skipped, a structure label ("正文：", "Speech:") dropped from the front."""
     for line in text.splitlines():
         raw = line.strip()
         if raw.startswith("#") or re.fullmatch(r"\*\*[^*]+\*\*[:：]?", raw):
             continue  # a heading ("## 双方主张", "**共识**") is not what the text says
         line = raw.lstrip(">*-• ").strip().strip("*").strip()
         line = _ENUMERATOR.sub("", line)  # "1. 念佛…": the number is not a sentence of its own
-        if not line or _is_label_only(line) or line.startswith(META_LABELS):
+        if not line or _is_label_only(line) or line.startswith(META_LABELS) or _EN_META.match(line):
             continue
-        # "正文：……" — drop the label, keep what follows it.
+        # "正文：……", "Speech: …" — drop the label, keep what follows it.
         line = re.sub(rf"^(?:{'|'.join(STRUCTURE_LABELS)})\s*\**\s*[:：]\s*\**\s*", "", line)
+        line = _EN_STRUCTURE.sub("", line)
         yield from (sentence.strip() for sentence in _SENTENCE_END.split(line) if sentence.strip())
 
 
@@ -171,12 +177,20 @@ def without_own_name(text: str, names) -> str:
     return text[:start] + text[found.end() :] if found and text[found.end() :].strip() else text
 
 
+# The most a lead before a restated question may hold, normalised ("依慧能大师之见", "inmahasisayadawsview").
+_LEAD_CHARS = 24
+
+
 def restates(line: str, question: str) -> bool:
-    """`line` is the question again, or most of it (a part that picks a side is an answer)."""
+    """`line` is the question again, or most of it (a part that picks a side is an answer), also
+    behind a short lead: the duel's summary starts in the speaker's name under the grammar, and
+    the bundled model then wrote the question ("依慧能大师之见，上班族每天只有二十分钟，该参禅还是念佛？")."""
     said, asked = normalise(line), normalise(question)
     if not said or not asked:
         return False
-    return (said in asked and len(said) >= 0.8 * len(asked)) or similarity(line, question) > 0.8
+    if (said in asked and len(said) >= 0.8 * len(asked)) or similarity(line, question) > 0.8:
+        return True
+    return said.endswith(asked) and len(said) - len(asked) <= _LEAD_CHARS
 
 
 def _without_labels(text: str, labels: tuple[str, ...]) -> str:

@@ -621,6 +621,21 @@ def test_19_a_speech_that_opens_with_the_question_is_summed_up_by_what_it_says_n
     assert summary_of(copied, 80, question) == "先做产品，再谈销售。"
 
 
+def test_19_a_summary_that_is_the_question_behind_the_speakers_lead_is_passed_over():
+    # Seen on the bundled model (duel): the grammar starts the summary in the speaker's name, and
+    # the model wrote the question after it.
+    question = "上班族每天只有二十分钟，该参禅还是念佛？"
+    speech = "正文：作为慧能大师，我始终坚信一切问题都应回到当下。\n立场变化：无\n小结：依慧能大师之见，" + question
+    assert summary_of(speech, 80, question) == "作为慧能大师，我始终坚信一切问题都应回到当下。"
+    english = "With only twenty minutes a day, should a busy parent practise Zen or chant?"
+    text = f"Speech: As Huineng, sit for twenty minutes.\nPosition change: none\nSummary: In Huineng's view, {english}"
+    assert summary_of(text, 80, english) == "As Huineng, sit for twenty minutes."
+    assert summary_of("Thesis: Build on the cloud first.\nConfidence: high", 80) == "Build on the cloud first."
+    # a lead before an answer is an answer; so is the question followed by its answer
+    assert summary_of("小结：依慧能大师之见，每天参禅二十分钟。", 80, question) == "依慧能大师之见，每天参禅二十分钟。"
+    assert summary_of(f"小结：{question}参禅。", 80, question) == f"{question}参禅。"
+
+
 def test_19_a_host_heading_is_never_its_summary():
     host = "## 双方主张\n慧能重自性，印光重信愿。\n## 共识（双方都认可的）\n都重视当下用功。"
     summary = summary_of(host, 80)
