@@ -708,9 +708,12 @@ def _content(line: str) -> str:
 
 
 # A template's blank copied instead of filled: the whole option in square or lenticular brackets
-# ("[Please summarize the key points…]", "【选项】", "<option>"), which names nothing. A Markdown
-# link ("[the memo](https://…)") is not one.
-_PLACEHOLDER = re.compile(r"^\s*(?:\[[^\[\]]*\]|【[^【】]*】|<[^<>]*>)\s*[.。]?\s*$")
+# ("[Please summarize the key points…]", "【选项】", "<option>"), or the verdict prompt's own
+# ellipsis with its note ("……（一行）", "… (one line)", copied by the bundled model), which names
+# nothing. A Markdown link ("[the memo](https://…)") is not one.
+_PLACEHOLDER = re.compile(
+    r"^\s*(?:\[[^\[\]]*\]|【[^【】]*】|<[^<>]*>|[….．。]+\s*(?:[（(][^（）()]{0,12}[）)])?)\s*[.。]?\s*$"
+)
 
 
 # Fixes after which the verdict's line says no option was named.

@@ -208,6 +208,13 @@ def test_a_templates_blank_after_the_form_names_no_option():
     assert verdict == f"{VERDICT_FORM}：（未写明选项）\n\n## 理由\n现金流先断。"
     verdict, _fixes = enforce_verdict_form("## Verdict\n**[Your option here]**\n## Key points\n- A.", "en")
     assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
+    # the verdict prompt's own blank, copied with its note (the bundled model, in Chinese)
+    copied = f"{VERDICT_FORM}：……（一行）\n## 各方要点\n- 先还房贷风险低。\n## 理由\n利率高。"
+    verdict, fixes = enforce_verdict_form(copied)
+    assert first_line(verdict) == f"{VERDICT_FORM}：（未写明选项）" and "placeholder option dropped" in fixes
+    assert chosen_option(copied) == "先还房贷风险低。"
+    verdict, _fixes = enforce_verdict_form(f"{VERDICT_FORM_EN}: … (one line)\n## Reasons\nRates are high.", "en")
+    assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
     # an option that merely holds a link or a bracket is an option
     linked = f"{VERDICT_FORM_EN}: follow [the memo](https://example.org/memo) and sell first."
     assert enforce_verdict_form(linked, "en") == (linked, [])
