@@ -25,7 +25,6 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
-from pypinyin import lazy_pinyin
 
 from debates import admission, clients
 from debates.engine import distill, registry
@@ -200,6 +199,8 @@ def distil_one(
 
 
 def unique_slug(name_en: str, name: str, taken: set[str] = frozenset()) -> str:
+    from pypinyin import lazy_pinyin  # 0.3 s to load: imported where used (debates/engine/text.py)
+
     base = slugify(name_en) or slugify(" ".join(lazy_pinyin(name))) or "character"
     base = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "", base)).strip("-")[:70] or "character"
     slug, n = base, 1

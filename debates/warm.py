@@ -42,6 +42,7 @@ def warm_up() -> None:
     # suffers (debates.engine.optional); it says so there, and `manage.py check` names it.
     with contextlib.suppress(ImportError):
         optional.load("trafilatura")
+    importlib.import_module("pypinyin")  # an export's file name romanises a Chinese question
     get_resolver().url_patterns  # noqa: B018 - every view module, which a first request would import
 
     gc.collect()  # the start-up's garbage is freed, not frozen

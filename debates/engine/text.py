@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from pypinyin import lazy_pinyin
-
 ELLIPSIS = "…"
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")
 _WS = re.compile(r"\s+")
@@ -230,6 +228,10 @@ def topic_slug(candidate: str, question: str, fallback_words: tuple[str, ...] = 
     if not 3 <= len(words) <= 6:
         # A Chinese question is romanised (pinyin, tones dropped), so the archive name still says
         # what it was about: "念佛与参禅…" → nian-fo-yu-can-chan-na.
+        # Imported here: its phrase table takes 0.3 s to load, paid by every `manage.py` command
+        # if imported above (debates/warm.py loads it before a web process serves anything).
+        from pypinyin import lazy_pinyin
+
         words = _SLUG_WORD.findall(" ".join(lazy_pinyin(question)).lower())[:6]
         for word in fallback_words:
             if len(words) >= 3:
