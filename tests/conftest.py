@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from django.core.management import call_command
 from django.test import override_settings
 from django.utils import translation
@@ -37,6 +38,8 @@ def pytest_collection_modifyitems(items):
             # forget. The real model's tests (minutes each) are not run twice.
             if not item.get_closest_marker("localmodel") and not item.get_closest_marker("flaky"):
                 item.add_marker(pytest.mark.flaky(reruns=1))
+        if "chromium" in item.fixturenames:  # the loop the worker's browser lives on (see below)
+            item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
 
 
 @pytest.fixture(scope="session")
@@ -154,16 +157,19 @@ def remote_default(settings):
 
 
 class Chromium:
-    """Pages in one headless Chromium (Debian's, driven by Playwright's async API). A JavaScript
-    error or anything the Content-Security-Policy refuses (an inline script or style of ours) fails
-    the test that opened the page."""
+    """Pages in the worker's headless Chromium (Debian's, driven by Playwright's async API), each
+    in a context of its own that closes with the test. A JavaScript error or anything the
+    Content-Security-Policy refuses (an inline script or style of ours) fails the test that opened
+    the page."""
 
     def __init__(self, browser) -> None:
         self.browser = browser
         self.errors: list[str] = []
+        self.contexts: list = []
 
     async def page(self, *, locale: str = "zh-CN", width: int = 1100, height: int = 1000):
         context = await self.browser.new_context(viewport={"width": width, "height": height}, locale=locale)
+        self.contexts.append(context)
         page = await context.new_page()
         page.on("pageerror", lambda error: self.errors.append(f"{page.url}: {error}"))
         page.on(
@@ -171,20 +177,34 @@ class Chromium:
         )
         return page
 
+    async def close(self) -> None:
+        for context in self.contexts:
+            await context.close()
 
-@pytest.fixture
-async def chromium():
+
+# One Playwright driver and one Chromium per test process, not per test: starting both took about
+# a second of CPU each time, a tenth of the browser tests' share of the suite. The browser's tests
+# therefore run on the session's event loop (pytest_collection_modifyitems marks them), the loop
+# these objects belong to; each test still gets fresh contexts (cookies, storage, viewport).
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def chromium_browser():
     require_or_skip(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        made = Chromium(browser)
-        yield made
+        yield browser
         await browser.close()
-        assert not made.errors, f"JavaScript errors or CSP violations on the page: {made.errors}"
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
+async def chromium(chromium_browser):
+    made = Chromium(chromium_browser)
+    yield made
+    await made.close()
+    assert not made.errors, f"JavaScript errors or CSP violations on the page: {made.errors}"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def browser_page(chromium):
     return await chromium.page()

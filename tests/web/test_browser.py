@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+import pytest_asyncio
 
 from tests.web.browser import (
     assert_exactly_once,
@@ -22,7 +23,7 @@ from tests.web.browser import (
 pytestmark = [pytest.mark.browser]
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")  # the browser's loop (tests/conftest.py)
 async def page(browser_page, agora):
     await log_in(browser_page, agora)
     return browser_page

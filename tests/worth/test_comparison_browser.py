@@ -4,6 +4,7 @@ the names hidden until each vote, both A/B orders seen, and the tally counting e
 from __future__ import annotations
 
 import pytest
+import pytest_asyncio
 
 from tests.web.browser import log_in, start
 
@@ -33,7 +34,7 @@ async def test_twenty_blind_comparisons_random_order_names_after_the_vote(page_f
     assert counted == (str(first_arms.count("debate")), "20")  # every vote was A: won where A was the debate
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")  # the browser's loop (tests/conftest.py)
 async def page_for_comparisons(browser_page, agora):
     await log_in(browser_page, agora)
     return browser_page
