@@ -38,6 +38,7 @@ from debates.engine.turns import (
     ReplyMeter,
     TurnPlan,
     TurnResult,
+    cut_slack,
     reply_ceiling,
     turn_label,
 )
@@ -87,6 +88,7 @@ class Reply:
     thinking: str = ""  # shown apart, kept apart: never part of `text`
     repetition: Repetition | None = None  # the reply looped and was cut there (`text` is what is kept)
     read: str = ""  # all that streamed, when more than `text` (a cut repetition)
+    cut_short: bool = False  # read up to the turn's `cut_at` (and its slack) and closed there
 
 
 class DebateContext:
@@ -393,7 +395,9 @@ class DebateContext:
         parts: list[str] = []
         meter = ReplyMeter(reply_ceiling(plan.max_tokens))
         guard = RepetitionGuard()  # a reply that loops is cut where it starts to (`debates.engine.repetition`)
-        capped = False
+        capped = cut_short = False
+        stop_at = plan.cut_at + cut_slack(plan.cut_at) if plan.cut_at else 0
+        read = 0
         try:
             # A deadline for the whole turn: a server that keeps the connection busy without
             # ever finishing (empty chunks every second) never trips the silence timeout.
@@ -405,6 +409,10 @@ class DebateContext:
                         capped = True  # a server ignoring max_tokens: stop reading, keep the text
                         break
                     if guard.add(delta):
+                        break
+                    read += len(delta)
+                    if stop_at and read > stop_at:
+                        cut_short = True  # the moderator cuts in: the rest would be cut anyway
                         break
         except TimeoutError:
             await _close(stream)
@@ -431,23 +439,23 @@ class DebateContext:
             relay.cancel()
             await self._fail(plan, "".join(parts), "stopped", relay.text)
             raise
-        if capped or guard.found:
+        if capped or guard.found or cut_short:
             await _close(stream)
         await relay.drain()  # every piece of thinking shown before the turn is settled
         thinking = stream.completion.thinking or relay.text
         if guard.found:
             found, read = guard.found, "".join(parts)
             return Reply(found.kept, stream.completion, False, meter.ceiling, thinking, found, read)
-        return Reply("".join(parts), stream.completion, capped, meter.ceiling, thinking)
+        return Reply("".join(parts), stream.completion, capped, meter.ceiling, thinking, cut_short=cut_short)
 
     async def _settle(self, plan: TurnPlan, reply: Reply, latency: float) -> TurnResult:
         """The streamed reply made a turn: cut and marked when capped (its usage estimated, the
         server's being unknown), post-processed, summarised, charged to the ledger, reported."""
         completion = reply.completion
-        if reply.capped or reply.repetition:
+        if reply.capped or reply.repetition or reply.cut_short:
             # Cut before the server's account: the usage is estimated from what was read.
             streamed = reply.read or reply.text
-            raw = reply.text + (REPEATED_MARK if reply.repetition else CAPPED_MARK)
+            raw = reply.text + (REPEATED_MARK if reply.repetition else CAPPED_MARK if reply.capped else "")
             thinking = reply.thinking
             completion = Completion(
                 raw,

@@ -621,6 +621,7 @@ def _speech_plan(
         others=[p.persona.called(lang) for p in participants if p is not speaker],
         postprocess=post,
         chars=max_chars,  # a person in the seat writes within it too
+        cut_at=max_chars,  # a model's speech is no longer read (nor paid for) once it is past it
     )
 
 

@@ -37,10 +37,12 @@ def plan(
     max_tokens: int | None = None,
     form: Form | None = None,
     chars: int = 0,
+    cut_at: int = 0,
 ) -> TurnPlan:
     """A speech (or any turn): `others` are the names of the other speakers, whose lines a small
     model might start writing (the turn stops there); `stop` replaces the default stop strings.
-    `chars`, for a turn without a form, is the speech's limit (a person writing it keeps to it).
+    `chars`, for a turn without a form, is the speech's limit (a person writing it keeps to it);
+    `cut_at`, a limit the format cuts the speech at, past which the reply is no longer read.
     `form`, the labelled parts `output` asks for, is sent as a grammar to a client that takes one
     (the local model), so its reply has them all, in order and within the turn's budget."""
     override = ctx.spec.overrides.get(key, {})  # a turn regenerated with another model or instruction
@@ -76,6 +78,7 @@ def plan(
         extra={"grammar": form.fit(budget).grammar()} if grammar else None,
         form=form,
         chars=chars,
+        cut_at=cut_at,
     )
 
 

@@ -22,6 +22,13 @@ PostProcess = Callable[[str], tuple[str, dict[str, Any]]]
 CAPPED_MARK = "……【回复超出上限，已截断 reply cut at its ceiling】"
 
 
+def cut_slack(cut_at: int) -> int:
+    """Characters read past a cut before the reply is closed: room for what is taken off before
+    the count (a heading copied from the prompt, the speaker's own name as a label), so a speech
+    stopped here is still longer than the cut and gets its mark."""
+    return 40 + cut_at // 10
+
+
 def reply_ceiling(max_tokens: int) -> int:
     """Estimated tokens past which a reply is cut whatever the server does with max_tokens. Twice
     the request, because the estimate counts a CJK character as a token where real tokenizers often
@@ -99,6 +106,9 @@ class TurnPlan:
     extra: dict[str, Any] | None = None  # request-body additions (a local server's grammar)
     form: Form | None = None  # the labelled parts asked for (a person's composer shows them)
     chars: int = 0  # without a form: the speech's limit in characters (a person's composer keeps to it)
+    # The moderator cuts a speech at this many characters (moderated): past it, by `cut_slack`,
+    # the reply is no longer read, so what would be cut is neither paid for nor shown live.
+    cut_at: int = 0
 
 
 @dataclass

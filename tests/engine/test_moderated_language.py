@@ -11,8 +11,9 @@ import dataclasses
 import re
 
 from debates.engine import events as ev
-from debates.engine.moderated import VERDICT_FORM, VERDICT_FORM_EN, chosen_option, enforce_verdict_form
+from debates.engine.moderated import CUT_MARK, VERDICT_FORM, VERDICT_FORM_EN, chosen_option, enforce_verdict_form
 from debates.engine.spec import LibrarySpec, SeatSpec
+from debates.engine.turns import cut_slack
 from testkit.fake_openai import Reply
 
 from .conftest import key_of, manifest, moderated_spec, persona
@@ -322,3 +323,40 @@ def test_the_chosen_option_leaves_the_models_bold_out():
     verdict = f"{VERDICT_FORM_EN}: **hire a second designer**.\n\nKey points:\n- one"
     assert chosen_option(verdict, "en") == "hire a second designer."
     assert chosen_option(f"{VERDICT_FORM}：**先做产品**。\n\n要点：", "zh") == "先做产品。"
+
+
+# -- the cut --------------------------------------------------------------------------------------
+
+
+async def test_the_moderator_cuts_a_long_speech_off_on_the_wire_not_after_it(harness):
+    """The seed's rule, read literally: the moderator cuts a speech that runs past the limit. A model
+    that would go on for 2,000 characters is stopped a little past the 60 (the connection closed, the
+    rest never sent or paid for), and the speech keeps its first 60 and the cut mark, as before."""
+    words = "sell build ask price wait learn test listen ship count".split()
+    long_speech = " ".join(
+        f"{words[n % 10]} {n} {words[n * 7 % 10]}s {n * 13 % 97} {words[n * 3 % 10]}." for n in range(90)
+    )
+    assert len(long_speech) > 2000
+
+    def script(body):
+        key = key_of(body)
+        if key == "moderator:verdict":
+            return english_script(VERDICT_FORM_EN + ": sell first.\n## Points\n- both.")(body)
+        if key.startswith("speech:1:steve-jobs"):
+            return Reply(long_speech, token_delay=0.002)
+        return "Invert it: cash kills small firms."
+
+    run = await harness.run(spec(QUESTION_EN, rounds=1, max_chars=60), script)
+
+    assert run.outcome == "done"
+    jobs = run.turns()["speech:1:steve-jobs:1"]
+    assert jobs.text == long_speech[:60] + CUT_MARK["en"] and jobs.data["cut"] is True
+    asked = next(r for r in run.requests if key_of(r.body) == "speech:1:steve-jobs:1")
+    sent = "".join(asked.tokens)
+    assert asked.outcome == "client closed", asked.outcome
+    assert 60 < len(sent) < 60 + cut_slack(60) + 40, len(sent)  # read to the cut and its slack, one token more
+    assert "speech_cut" in run.warning_codes and "reply_capped" not in run.warning_codes
+    munger = run.turns()["speech:1:charlie-munger:1"]
+    assert (
+        munger.text == "Invert it: cash kills small firms." and munger.data["cut"] is False
+    )  # a short one is read whole
