@@ -11,7 +11,7 @@ import functools
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from debates.engine import research
 from debates.engine.context import DebateContext
@@ -23,7 +23,7 @@ from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
 from debates.engine.text import clip, cut_marked, first_sentence, normalise, restates, similarity
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
-from debates.providers.base import estimate_messages_tokens
+from debates.providers.base import estimate_messages_tokens, estimate_tokens
 
 DEFAULT_ROUNDS = 2
 MAX_ROUNDS = 6
@@ -451,7 +451,14 @@ async def _run(ctx: DebateContext) -> str:
                 budget_stop = True
                 break
             last = speaker
-            result = await _speak(ctx, turn, speaker, participants, max_chars, report)
+
+            # The bundled model once gave a whole speech as "No.": asked again once, if the budget
+            # still keeps the synthesis with it; the first reply is folded under the second.
+            def again(said: str, turn=turn, margin=margin) -> TurnPlan | None:
+                retry = _asked_again(ctx, turn, said, max_chars)
+                return retry if _affordable(ctx, retry, moderator, history, max_chars, margin) else None
+
+            result = await _speak(ctx, turn, speaker, participants, max_chars, report, again)
             history.append(result)
             if result.prompt_tokens and not result.replayed:  # the server counts prompts higher: so do we
                 ratio = result.prompt_tokens / max(1, estimate_messages_tokens(turn.messages))
@@ -625,9 +632,43 @@ def _speech_plan(
     )
 
 
-async def _speak(ctx, turn: TurnPlan, speaker: Participant, participants, max_chars, report) -> TurnResult:
+# Fewer estimated tokens than this is no speech ("No.", "Agreed."): a terse real one ("Sell first;
+# cash is oxygen.", 先卖后做，现金流决定生死。) has more.
+EMPTY_SPEECH_TOKENS = 6
+
+
+def says_nothing(speech: str) -> bool:
+    return estimate_tokens(speech.strip()) < EMPTY_SPEECH_TOKENS
+
+
+def _asked_again(ctx, turn: TurnPlan, said: str, max_chars: int) -> TurnPlan:
+    """The same turn once more, the model shown its reply and told it is no speech (`:again`:
+    pages fold the first reply under this one, marked as set aside)."""
+    ask = say(
+        ctx.lang,
+        f"你的上一次回复只有“{said.strip()}”，这不是一篇发言。请给出你完整的发言（不超过 {max_chars} 字）。",
+        f"Your previous reply was only “{said.strip()}”: that is not a speech. Give your whole speech, "
+        f"within {max_chars} characters.",
+    )
+    messages = [*turn.messages, {"role": "assistant", "content": said}, {"role": "user", "content": ask}]
+    return replace(turn, key=f"{turn.key}:again", messages=messages)
+
+
+async def _speak(ctx, turn: TurnPlan, speaker: Participant, participants, max_chars, report, again) -> TurnResult:
+    """A speech, asked for once more (`again(said)`: the retry's plan, or None when the budget has
+    no room) when a model's reply says nothing; flagged and counted as the speech it kept."""
     persona = speaker.persona
     result = await ctx.turn(turn)
+    retry = again(result.text) if says_nothing(result.text) and not ctx.is_human(persona.slug) else None
+    if retry is not None:
+        if not result.replayed:
+            await ctx.warn(
+                "speech_empty",
+                gettext_noop("%(speaker)s said almost nothing (“%(said)s”): asked again once."),
+                speaker=persona,
+                said=result.text.strip(),
+            )
+        turn, result = retry, await ctx.turn(retry)
     flags = anti_patterns(speaker, result.text, participants)
     if result.data.get("cut"):
         await ctx.warn(

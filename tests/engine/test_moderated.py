@@ -35,7 +35,7 @@ GOOD_VERDICT = f"{VERDICT_FORM}：先用最小产品验证付费意愿。\n## �
 
 def slug_and_round(key: str) -> tuple[str, int]:
     """`speech:2:steve-jobs:2` (round 2, his second speech) → ("steve-jobs", 2)."""
-    _, n, slug, _count = key.split(":")
+    _, n, slug, _count = key.split(":")[:4]  # a speech asked for again ends in ":again"
     return slug, int(n)
 
 
@@ -202,6 +202,33 @@ async def test_speech_over_the_character_limit_is_cut_and_marked():
     assert "最大字数：40" in munger.user
 
 
+async def test_a_speech_that_says_nothing_is_asked_for_again_once():
+    """The bundled model gave Charlie Munger's whole opening as "No." (3 tokens): the moderator asks
+    once more, showing the reply and the limit; the second reply is the speech (the first is folded
+    under it), the next speaker reads that one. A terse real speech is not asked again."""
+
+    def speech(call, slug, n):
+        if slug == "charlie-munger":
+            return "No." if not call.key.endswith(":again") else f"{NAME[slug]}：反过来想，先找出会让公司死掉的事。"
+        return f"{NAME[slug]}：先卖再做，用回款养产品。"  # short, but a speech
+
+    run = await debate(moderated_spec(rounds=1, max_chars=300), mod_fake(speech))
+
+    assert run.outcome == "done"
+    turns = run.turns()
+    assert turns["speech:1:charlie-munger:1"].text == "No."
+    again = turns["speech:1:charlie-munger:1:again"]
+    assert again.text.startswith("反过来想")
+    asked = run.call("speech:1:charlie-munger:1:again")
+    assert asked.messages[-2] == {"role": "assistant", "content": "No."}
+    assert "只有“No.”" in asked.messages[-1]["content"] and "不超过 300 字" in asked.messages[-1]["content"]
+    assert "“No.”" in str(run.warning("speech_empty").text) and run.warning_codes.count("speech_empty") == 1
+    assert [k for k in turns if k.endswith(":again")] == ["speech:1:charlie-munger:1:again"]  # nobody else
+    later = [c for c in speech_calls(run) if "charlie-munger" not in c.key]
+    assert any("反过来想" in c.user for c in later[1:] + run.calls_for("moderator:*")), "the second reply is read"
+    assert not any("No." in c.user for c in run.calls_for("moderator:*"))
+
+
 async def test_a_speech_that_opens_with_its_speakers_own_name_as_a_label_is_kept_without_it():
     """The bundled model wrote "Charlie Munger: …" / "Steve Jobs: Hi everyone!" (the context gives
     earlier speeches as "Name: speech"): the label is not the speech, its summary or its length."""
@@ -235,9 +262,10 @@ async def test_anti_pattern_flags():
         ("charlie-munger", "repetition", "speech:2:charlie-munger:2"),
         ("confucius", "persona drift", "speech:1:confucius:1"),
         ("confucius", "straw man", "speech:2:confucius:2"),
-        ("steve-jobs", "empty agreement", "speech:2:steve-jobs:2"),
+        # "我同意。" is no speech either: asked again once, the same reply is kept and flagged.
+        ("steve-jobs", "empty agreement", "speech:2:steve-jobs:2:again"),
     ]
-    assert run.warning_codes.count("anti_pattern") == 4
+    assert run.warning_codes.count("anti_pattern") == 4 and run.warning_codes.count("speech_empty") == 1
 
 
 async def test_a_speech_that_copies_anothers_is_flagged_as_repetition():
