@@ -343,10 +343,24 @@ def anti_patterns(speaker: Participant, text: str, everyone: list[Participant]) 
                 if not any(normalise(quote) in normalise(s.text) for s in other.speeches):
                     flags.append("straw man")
                     break
+    # The seed's prompt: only the speech, no "作为 X 我会说" wrapper. The bundled model opened with
+    # "Absolutely, let's dive into this debate from Steve Jobs' perspective." in its own seat.
+    if any(_framed_as(text, name) for name in _names(speaker.persona)):
+        flags.append("meta framing")
     stripped = normalise(text)
     if len(stripped) < 60 and _AGREEMENT.search(text):
         flags.append("empty agreement")
     return sorted(set(flags))
+
+
+def _framed_as(text: str, name: str) -> bool:
+    """The speech wraps itself in its speaker's own name: 作为乔布斯，我会说… / As Steve Jobs, I… /
+    from Steve Jobs' perspective."""
+    named = re.escape(name)
+    return bool(
+        re.search(rf"(?:作为|以|站在|从){named}(?:的|[，,：:、\s])", text)
+        or re.search(rf"\bas {named}\b|\b{named}(?:'s|’s|'|’) (?:perspective|point of view|position)", text, re.I)
+    )
 
 
 def _quotes_attributed(text: str, name: str) -> list[str]:
@@ -538,6 +552,7 @@ FLAGS = (
     gettext_noop("straw man"),
     gettext_noop("persona drift"),
     gettext_noop("empty agreement"),
+    gettext_noop("meta framing"),
 )
 
 

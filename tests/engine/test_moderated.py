@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from debates.engine import events as ev
-from debates.engine.moderated import CUT_MARK, VERDICT_FORM, enforce_verdict_form, recommend, screen_seats
+from debates.engine.moderated import CUT_MARK, VERDICT_FORM, _framed_as, enforce_verdict_form, recommend, screen_seats
 from debates.engine.spec import SeatSpec
 from testkit.fake_llm import FakeLLM
 
@@ -266,6 +266,27 @@ async def test_anti_pattern_flags():
         ("steve-jobs", "empty agreement", "speech:2:steve-jobs:2:again"),
     ]
     assert run.warning_codes.count("anti_pattern") == 4 and run.warning_codes.count("speech_empty") == 1
+
+
+async def test_a_speech_wrapped_in_its_speakers_own_name_is_flagged_as_meta_framing():
+    """The seed's prompt asks for the speech only, without "作为 X 我会说"; the bundled model opened
+    with "…from Steve Jobs' perspective" in his seat. Naming oneself that way is flagged; naming
+    another speaker is not (that is drift or a quotation, flagged as such)."""
+    said = {
+        "steve-jobs": "作为史蒂夫·乔布斯，我会说：先做出让人尖叫的产品，销售自然会跟上来。",
+        "charlie-munger": "站在查理·芒格的立场上：反过来想，先问什么会让一家小公司死掉，再避开它。",
+        "confucius": "乔布斯重产品，芒格重现金流；名不正则言不顺，先说清楚卖的是什么。",
+    }
+
+    run = await debate(moderated_spec(rounds=1), mod_fake(lambda call, slug, n: said[slug]))
+
+    flagged = sorted((f["speaker"], f["flag"]) for f in run.data["flags"])
+    assert flagged == [("charlie-munger", "meta framing"), ("steve-jobs", "meta framing")]
+    assert run.warning_codes.count("anti_pattern") == 2
+    # The English wrappers the bundled model wrote, and what is not one.
+    assert _framed_as("Absolutely, let's dive into this debate from Steve Jobs’ perspective.", "Steve Jobs")
+    assert _framed_as("Sure, I'll speak from my position as Steve Jobs, making my core view", "Steve Jobs")
+    assert not _framed_as("Steve Jobs built Apple on taste; products come first.", "Steve Jobs")
 
 
 async def test_a_speech_that_copies_anothers_is_flagged_as_repetition():
