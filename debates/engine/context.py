@@ -397,7 +397,6 @@ class DebateContext:
         guard = RepetitionGuard()  # a reply that loops is cut where it starts to (`debates.engine.repetition`)
         capped = cut_short = False
         stop_at = plan.cut_at + cut_slack(plan.cut_at) if plan.cut_at else 0
-        read = 0
         try:
             # A deadline for the whole turn: a server that keeps the connection busy without
             # ever finishing (empty chunks every second) never trips the silence timeout.
@@ -410,8 +409,7 @@ class DebateContext:
                         break
                     if guard.add(delta):
                         break
-                    read += len(delta)
-                    if stop_at and read > stop_at:
+                    if stop_at and meter.chars > stop_at:
                         cut_short = True  # the moderator cuts in: the rest would be cut anyway
                         break
         except TimeoutError:

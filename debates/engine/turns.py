@@ -51,6 +51,11 @@ class ReplyMeter:
         self.other += len(delta) - cjk
         return self.cjk + (self.other + 3) // 4 > self.ceiling
 
+    @property
+    def chars(self) -> int:
+        """Characters counted so far."""
+        return self.cjk + self.other
+
 
 class DebateAborted(Exception):
     """The debate cannot go on: a turn failed, or a rule refuses the input. The message is for
