@@ -171,10 +171,12 @@ async def test_two_processes_share_the_debates_and_a_crash_of_the_set_resumes_ea
     browser = Browser(server.url)
     assert browser.json("/healthz")["event_loop"] == "uvloop"  # its children run `python -m agora.web`
     browser.log_in("alice", USERS["alice"])
-    ids = [browser.start_debate({"topic": f"{TOPIC}（{i}）", "format": "duel", "rounds": "1"}) for i in range(6)]
+    # Nine starts, each on a connection of its own that the kernel hands to either process: all
+    # nine on one happens once in 256 runs at even odds (six, as before, once in 32: CI met it).
+    ids = [browser.start_debate({"topic": f"{TOPIC}（{i}）", "format": "duel", "rounds": "1"}) for i in range(9)]
     over = asyncio.Event()
     sampling = asyncio.ensure_future(_runner_pids(url, over))
-    ended = await asyncio.gather(*(_watch_to_end(server, browser, pk) for pk in ids for _ in range(3)))
+    ended = await asyncio.gather(*(_watch_to_end(server, browser, pk) for pk in ids for _ in range(2)))
     over.set()
     assert ended == ["done"] * 18, ended  # each viewer saw its debate end, whichever process ran it
     assert len(await sampling) == 2  # the kernel handed the starts to both processes
