@@ -54,8 +54,8 @@ from debates.providers.base import (
 if TYPE_CHECKING:
     from debates.search.base import SearchClient
 
-# The note a turn cut for repeating itself ends on, in both languages (as `CAPPED_MARK`).
-REPEATED_MARK = "……【截断：模型在重复自己 cut: the model repeated itself】"
+# The note a turn cut for repeating itself ends on, in the debate's language (as `CAPPED_MARK`).
+REPEATED_MARK = {"zh": "……【截断：模型在重复自己】", "en": " … [cut: the model repeated itself]"}
 # A reserved turn (a verdict) the cap has not room enough for is asked for a shorter reply, down
 # to this many tokens; below it, it does not start either.
 MIN_RESERVED_REPLY = 64
@@ -453,7 +453,8 @@ class DebateContext:
         if reply.capped or reply.repetition or reply.cut_short:
             # Cut before the server's account: the usage is estimated from what was read.
             streamed = reply.read or reply.text
-            raw = reply.text + (REPEATED_MARK if reply.repetition else CAPPED_MARK if reply.capped else "")
+            mark = REPEATED_MARK if reply.repetition else CAPPED_MARK if reply.capped else {}
+            raw = reply.text + mark.get(self.lang, "")
             thinking = reply.thinking
             completion = Completion(
                 raw,

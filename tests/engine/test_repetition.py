@@ -113,24 +113,48 @@ def test_ordinary_text_is_never_cut(name):
     assert not any(guard.add(text[at : at + 2]) for at in range(0, len(text), 2))
 
 
-async def test_a_looping_turn_is_cut_marked_and_the_debate_goes_on(harness):
+@pytest.mark.parametrize(
+    ("question", "opening", "sentence", "mark", "other_language"),
+    [
+        (
+            "小公司应该先做产品还是先做销售？",
+            "我先说结论。",
+            ZH_LOOP_SENTENCE,
+            "……【截断：模型在重复自己】",
+            "repeated",
+        ),
+        (
+            "Should a small company build the product first or sell first?",
+            "My answer first. ",
+            EN_LOOP_SENTENCE,
+            " … [cut: the model repeated itself]",
+            "重复",
+        ),
+    ],
+    ids=["zh", "en"],
+)
+async def test_a_looping_turn_is_cut_marked_and_the_debate_goes_on(
+    harness, question, opening, sentence, mark, other_language
+):
     """Over HTTP, as the local server streams: the looping speech is cut, stored without its
-    repetition and marked in both languages; the other speeches and the verdict still run."""
+    repetition and marked in the debate's language (the mark is part of the speech, which the
+    next speakers read too); the other speeches and the verdict still run."""
     looping = []
 
     def script(body):
         key = key_of(body) or ""
         if key.startswith("speech:") and not looping:
             looping.append(key)
-            return Reply("我先说结论。" + ZH_LOOP_SENTENCE * 200)
+            return Reply(opening + sentence * 200)
         return default_reply(call_of(body))
 
-    run = await harness.run(moderated_spec(rounds=1), script)
+    spec = moderated_spec(question, rounds=1)
+    run = await harness.run(spec, script)
 
     assert run.outcome == "done"
     turn = run.turns()[looping[0]]
-    assert turn.text.count(ZH_LOOP_SENTENCE) == 1 and turn.text.endswith(REPEATED_MARK)
-    assert "cut: the model repeated itself" in REPEATED_MARK and "重复" in REPEATED_MARK
+    assert turn.text.count(sentence.strip()) == 1 and turn.text.endswith(mark)
+    assert REPEATED_MARK[spec.language] == mark and other_language not in turn.text
     assert turn.data["repetition_cut"]["copies"] >= 3
     assert "repetition_cut" in run.warning_codes
     later = [k for k in run.started_keys() if k != looping[0]]

@@ -26,6 +26,7 @@ from agora.asgi import application
 from debates import runner, specs
 from debates.engine import events as ev
 from debates.engine.duel import DuelOptions
+from debates.engine.turns import CAPPED_MARK
 from debates.models import Debate, Provider, Report, Seat, Turn
 from debates.providers.base import estimate_tokens
 from personas.models import Library, Persona
@@ -372,6 +373,7 @@ async def test_a_reply_is_cut_at_a_ceiling_derived_from_max_tokens(harness):  # 
         limit = 80 if key == "duel:close" else 60
         assert estimate_tokens(turn.text) <= 3 * limit, (key, len(turn.text))
         assert turn.data.get("reply_capped") is True, key
+        assert turn.text.endswith(CAPPED_MARK[spec.language]), key  # the debate's language only
     assert "reply_capped" in run.warning_codes
     assert all(len(r.tokens) < 20000 for r in run.requests), "the stream was abandoned, not drained"
 
