@@ -1353,7 +1353,14 @@ VERDICT_PART_NAMES_EN = {
     "综合判断": "Overall judgement",
     "结论产出": "Conclusion",
 }
-_HEADING = re.compile(r"^[ \t]*(?:#+|\*\*|【)?\s*(?P<name>[^\n]{1,40})$", re.MULTILINE)
+# A heading: a Markdown heading, or a bold or bracketed line, of any sensible length (the English
+# form's own headings run to 50 characters with their parentheses, "## Three zones (consensus /
+# disagreement / undecided)", and a model copies them whole); or a plain short line.
+_HEADING = re.compile(r"^[ \t]*(?:(?:#+|\*\*|【)\s*(?P<marked>[^\n]{1,100})|(?P<name>[^\n]{1,40}))$", re.MULTILINE)
+
+
+def _heading_name(match: re.Match) -> str:
+    return match.group("marked") or match.group("name")
 
 
 def _part_of(line: str) -> str | None:
@@ -1364,7 +1371,7 @@ def _part_of(line: str) -> str | None:
 def verdict_parts(verdict: str) -> list[tuple[str, str, str]]:
     """The parts found, as (part, heading line, body) in the order written. A heading is a short line
     (or a Markdown heading) that starts with a part's name: "## 三区（…）", "**Highlights**"."""
-    heads = [(m, part) for m in _HEADING.finditer(verdict) if (part := _part_of(m.group("name")))]
+    heads = [(m, part) for m in _HEADING.finditer(verdict) if (part := _part_of(_heading_name(m)))]
     parts = []
     for i, (match, part) in enumerate(heads):
         end = heads[i + 1][0].start() if i + 1 < len(heads) else len(verdict)

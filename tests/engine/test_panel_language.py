@@ -131,6 +131,20 @@ def test_english_answers_are_read_in_a_chinese_debate_and_the_other_way_round():
     assert panel.verdict_missing(verdict, "en") == ["Conclusion"] and panel.verdict_missing(verdict) == ["结论产出"]
 
 
+def test_the_english_verdict_form_copied_whole_is_read_as_all_four_parts():
+    """The bundled model copies the form's headings with their parentheses (50 characters for the
+    three zones): each is still its part, and the draft is not asked for again for lacking them."""
+    _task, form = panel._verdict_words(panel.PanelState(roles=[], host=panel.DEFAULT_HOST, kind="choice", lang="en"))
+    headings = [line for line in form.splitlines() if line.startswith("## ")]
+    assert len(headings) == 4 and max(map(len, headings)) > 43  # longer than a plain heading line
+    verdict = "\n\n".join(f"{heading}\n\n- body {i}" for i, heading in enumerate(headings))
+    assert panel.verdict_missing(verdict, "en") == []
+    assert [part for part, _, _ in panel.verdict_parts(verdict)] == ["辩论精华", "三区", "综合判断", "结论产出"]
+    # A prose line starting with a part's name is not a heading: only marked lines may run long.
+    prose = "Conclusion aside, the team should first measure how often its two services deploy together."
+    assert panel.verdict_parts(prose) == []
+
+
 async def test_an_english_closing_is_read_by_its_english_labels():
     front = (
         'Position: audit.\nCore arguments: 1. a.\nRebuttal: [cite Osborn·R2] "MARK-osborn-R2" does not hold.\n'
