@@ -102,12 +102,13 @@ def names_a_holding(question: str) -> bool:
 
 
 CITE_FORMAT = "【引用 角色名·R1】“对方原话片段”"
+_FIVE_HEAD = "按五要素输出，每项单独成行起头：\n立场：一句话\n核心论据：2–3 条，编号列出\n"
+_FIVE_TAIL = f"小结：白话一句，坚持/松动/转向了什么、因为什么（不超过 {SUMMARY_LIMIT} 字）"
 FIVE_PARTS = (
-    "按五要素输出，每项单独成行起头：\n"
-    "立场：一句话\n核心论据：2–3 条，编号列出\n"
-    f"反驳：针对他方具体论点，每条用 {CITE_FORMAT} 引用原话（逐字摘录）\n"
-    "沉默声明：有反驳写“无”；没有任何反驳写“本轮沉默”\n"
-    f"小结：白话一句，坚持/松动/转向了什么、因为什么（不超过 {SUMMARY_LIMIT} 字）"
+    _FIVE_HEAD
+    + f"反驳：针对他方具体论点，每条用 {CITE_FORMAT} 引用原话（逐字摘录）\n"
+    + "沉默声明：有反驳写“无”；没有任何反驳写“本轮沉默”\n"
+    + _FIVE_TAIL
 )
 SPEECH_FORM = Form(
     (
@@ -116,6 +117,16 @@ SPEECH_FORM = Form(
         Part("反驳", chars=200, lines=3),
         Part("沉默声明", choices=("无", "本轮沉默")),
         Part("小结", chars=SUMMARY_LIMIT),
+    )
+)
+# R1 is blind: there is nothing to rebut, and its rule says to write "无" for both. The output form
+# says so too (the five parts' own line for the rebuttal, "针对他方具体论点…", was copied as the
+# rebuttal by the bundled model), and a server that takes a grammar can write nothing else there.
+FIVE_PARTS_R1 = _FIVE_HEAD + "反驳：无\n沉默声明：无\n" + _FIVE_TAIL
+SPEECH_FORM_R1 = Form(
+    tuple(
+        replace(part, chars=0, lines=1, choices=("无",)) if part.label in ("反驳", "沉默声明") else part
+        for part in SPEECH_FORM.parts
     )
 )
 # R4's own form (the seed's two parts), with the summary line the evolution table reads.
@@ -132,13 +143,15 @@ CLOSING_FORM = Form(
 # The same parts in English: an English debate's prompts and forms say them in English, and the
 # parsers read either language's labels.
 CITE_FORMAT_EN = '[cite Name·R1] "the exact words quoted"'
+_FIVE_HEAD_EN = "Write five parts, each starting its own line with its label:\n"
+_FIVE_HEAD_EN += "Position: one sentence\nCore arguments: 2–3, numbered\n"
+_FIVE_TAIL_EN = "Summary: one plain sentence: what you held, loosened or turned on, and why "
+_FIVE_TAIL_EN += f"(at most {SUMMARY_LIMIT_EN} characters)"
 FIVE_PARTS_EN = (
-    "Write five parts, each starting its own line with its label:\n"
-    "Position: one sentence\nCore arguments: 2–3, numbered\n"
-    f"Rebuttal: against the others' specific points, each quoted word for word as {CITE_FORMAT_EN}\n"
-    "Silence: write “none” when you rebut something; write “silent this round” when you rebut nothing\n"
-    "Summary: one plain sentence: what you held, loosened or turned on, and why "
-    f"(at most {SUMMARY_LIMIT_EN} characters)"
+    _FIVE_HEAD_EN
+    + f"Rebuttal: against the others' specific points, each quoted word for word as {CITE_FORMAT_EN}\n"
+    + "Silence: write “none” when you rebut something; write “silent this round” when you rebut nothing\n"
+    + _FIVE_TAIL_EN
 )
 SPEECH_FORM_EN = Form(
     (
@@ -147,6 +160,14 @@ SPEECH_FORM_EN = Form(
         Part("Rebuttal", chars=400, lines=3),
         Part("Silence", choices=("none", "silent this round")),
         Part("Summary", chars=SUMMARY_LIMIT_EN),
+    ),
+    colon=": ",
+)
+FIVE_PARTS_R1_EN = _FIVE_HEAD_EN + "Rebuttal: none\nSilence: none\n" + _FIVE_TAIL_EN
+SPEECH_FORM_R1_EN = Form(
+    tuple(
+        replace(part, chars=0, lines=1, choices=("none",)) if part.label in ("Rebuttal", "Silence") else part
+        for part in SPEECH_FORM_EN.parts
     ),
     colon=": ",
 )
@@ -213,6 +234,8 @@ class Words:
     types: dict[str, str]
     speech_output: str
     speech_form: Form
+    blind_output: str  # R1's: the rebuttal and the silence are "none"
+    blind_form: Form
     closing_output: str
     closing_form: Form
     concepts_output: str
@@ -229,6 +252,8 @@ WORDS = {
         TYPES,
         FIVE_PARTS,
         SPEECH_FORM,
+        FIVE_PARTS_R1,
+        SPEECH_FORM_R1,
         CLOSING_PARTS,
         CLOSING_FORM,
         CONCEPTS_OUTPUT,
@@ -243,6 +268,8 @@ WORDS = {
         TYPES_EN,
         FIVE_PARTS_EN,
         SPEECH_FORM_EN,
+        FIVE_PARTS_R1_EN,
+        SPEECH_FORM_R1_EN,
         CLOSING_PARTS_EN,
         CLOSING_FORM_EN,
         CONCEPTS_OUTPUT_EN,
@@ -873,8 +900,8 @@ def _role_plan(
             concepts,
         ],
         material=material,
-        output=said.closing_output if round_no == 4 else said.speech_output,
-        form=said.closing_form if round_no == 4 else said.speech_form,
+        output={1: said.blind_output, 4: said.closing_output}.get(round_no, said.speech_output),
+        form={1: said.blind_form, 4: said.closing_form}.get(round_no, said.speech_form),
         others=[r.called(lang) for r in st.roles if r.slug != role.slug],
         postprocess=_closing_postprocess(st, role) if round_no == 4 else (lambda text: _speech_postprocess(text, lang)),
     )

@@ -76,7 +76,10 @@ async def test_an_english_panel_sends_english_prompts_and_reports_in_english(har
     speech = by_key["r1:osborn"]
     for line in ("## Question", "## Rules of this round", "## Output format", "Position:", "Rebuttal:", "Summary:"):
         assert line in speech
-    assert "[cite Name·R1]" in speech and "Blind position" in speech
+    # R1 is blind: its form says "none" for the rebuttal and the silence (the citation form's own
+    # line, which a small model copied as its rebuttal, comes from R2 on).
+    assert "Rebuttal: none\nSilence: none\n" in speech and "[cite Name·R1]" not in speech and "Blind position" in speech
+    assert "[cite Name·R1]" in by_key["r2:hegel"] and "Rebuttal: none" not in by_key["r2:hegel"]
     assert "You are Osborn (divergent) in a five-role debate" in speech
     assert "Falsifiable: yes / no" in by_key["host:admission"]
     assert "## Five perspectives" in by_key["host:baseline"] and "### Edward de Bono" in by_key["host:baseline"]
@@ -96,8 +99,9 @@ async def test_a_chinese_panel_stays_chinese(harness):
     assert run.outcome == "done", run.finished
     by_key = {r.body.get("agora_turn"): prompt_text(r) for r in run.requests}
     speech = by_key["r1:osborn"]
-    for line in ("## 议题", "## 本轮规则", "## 输出格式", "立场：", "反驳：", "小结：", "【引用 角色名·R1】"):
+    for line in ("## 议题", "## 本轮规则", "## 输出格式", "立场：", "反驳：无\n沉默声明：无\n", "小结："):
         assert line in speech
+    assert "【引用 角色名·R1】" in by_key["r2:hegel"] and "【引用" not in speech
     for english in ("## Output format", "Position:", "Blind position", "Falsifiable"):
         assert english not in speech
     assert "可证伪：是 / 否" in by_key["host:admission"] and "## 五种视角" in by_key["host:baseline"]

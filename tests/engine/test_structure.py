@@ -98,6 +98,11 @@ async def test_panel_turns_carry_their_forms():
     run = await debate(panel_spec(token_budget=UNCAPPED), fake)
     assert run.call("host:admission").extra["grammar"].startswith('root ::= "类型：" p0 "\\n可证伪："')
     assert '"\\n沉默声明：" p3' in run.call("r1:osborn").extra["grammar"]
+    # R1 is blind: its grammar writes only "无" for the rebuttal and the silence; R2's are free.
+    blind = run.call("r1:osborn").extra["grammar"]
+    assert 'p2 ::= ("无")' in blind and 'p3 ::= ("无")' in blind
+    crossing = run.call("r2:osborn").extra["grammar"]
+    assert 'p2 ::= ("无")' not in crossing and 'p3 ::= ("无" | "本轮沉默")' in crossing
 
 
 # -- a speaker that loses its side -----------------------------------------------------------------
