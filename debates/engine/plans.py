@@ -72,7 +72,9 @@ def plan(
         summary_limit=ctx.format.summary_limit,
         stop=stop if stop is not None else stop_before(list(others), ctx.lang),
         client=client,
-        postprocess=_tidied(form, postprocess) if form is not None else postprocess,
+        postprocess=_tidied(form, postprocess, form.fit(budget) if grammar else None)
+        if form is not None
+        else postprocess,
         exempt_from_cap=exempt,
         reserved=kind == "verdict",
         extra={"grammar": form.fit(budget).grammar()} if grammar else None,
@@ -82,13 +84,15 @@ def plan(
     )
 
 
-def _tidied(form: Form, postprocess: PostProcess | None) -> PostProcess:
-    """The format's own postprocessing, on the reply with what its parts copied of the form cut.
-    The form's labels go with the turn's data (`parts`): pages and exports show the text without
-    them where they only repeat the grammar (`reading.shown_speech`)."""
+def _tidied(form: Form, postprocess: PostProcess | None, fitted: Form | None = None) -> PostProcess:
+    """The format's own postprocessing, on the reply with what its parts copied of the form cut,
+    and, written under a grammar (`fitted`, the form as the grammar bounded it), with the parts it
+    stopped at their length ended as cuts. The form's labels go with the turn's data (`parts`):
+    pages and exports show the text without them where they only repeat the grammar
+    (`reading.shown_speech`)."""
 
     def run(raw: str) -> tuple[str, dict]:
-        text = form.tidy(raw)
+        text = form.tidy(fitted.mark_cuts(raw) if fitted is not None else raw)
         text, data = postprocess(text) if postprocess else (text, {})
         return text, {**data, "parts": form.labels()}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 
 # One character of a value: no line break, and no colon of either width, so a value never holds a
@@ -121,6 +122,32 @@ class Form:
             pieces.append(text[start:value_start] + value)
         return "".join(pieces)
 
+    def mark_cuts(self, text: str) -> str:
+        """`text` (a reply written under this form's grammar) with each free-text part that the
+        grammar stopped at its length ended as a cut: "…" in place of the clause's trailing comma,
+        and without a lone letter of another script just before it. At its last allowed character
+        the grammar lets the model write only a one-character token, and the bundled model's best
+        one was often a stray letter ("scalability,혁", "modularity, и", "more柔"). Text that lacks
+        a part is returned as it is."""
+        spans, at = [], 0
+        for part in self.parts:
+            head = re.compile(rf"(?:^|\n){re.escape(part.label)}{re.escape(self.colon)}").search(text, at)
+            if not head:
+                return text
+            at = head.end()
+            spans.append((part, at))
+        pieces, end = [], len(text)
+        for n in range(len(spans) - 1, -1, -1):  # from the last part, so earlier spans keep their places
+            part, start = spans[n]
+            stop = text.rfind("\n", start, end) if n + 1 < len(spans) else end
+            stop = end if stop < start else stop
+            value = text[start:stop]
+            if not part.choices and not part.pattern and len(value) >= len(part.lead) + max(10, part.chars):
+                value = _as_cut(value)
+            pieces.append(value + text[stop:end])
+            end = start
+        return text[:end] + "".join(reversed(pieces))
+
     def grammar(self) -> str:
         """GBNF (llama.cpp's dialect): every part, in order, each on its own line."""
         sequence = " ".join(
@@ -132,3 +159,25 @@ class Form:
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+_SCRIPTS = ("CJK", "HANGUL", "CYRILLIC", "HIRAGANA", "KATAKANA", "ARABIC", "HEBREW", "THAI", "GREEK", "DEVANAGARI")
+
+
+def _script(char: str) -> str | None:
+    """A letter's script as far as a stray one matters: Latin letters and digits are never stray."""
+    if not char.isalpha():
+        return None
+    name = unicodedata.name(char, "")
+    return next((script for script in _SCRIPTS if name.startswith(script)), None)
+
+
+def _as_cut(value: str) -> str:
+    """A value the grammar stopped at its length, ended as a cut (`Form.mark_cuts`)."""
+    body = value.rstrip()
+    last = _script(body[-1]) if body else None
+    if last and sum(_script(c) == last for c in body) == 1 and len(body) > 1:
+        body = body[:-1].rstrip()  # a letter of a script the value has nowhere else
+    if body.endswith(("…", "。", "！", "？", ".", "!", "?", "”", "」", ")", "）")):
+        return body
+    return body.rstrip(" ,，、;；") + "…"

@@ -13,6 +13,7 @@ import pytest
 from debates.engine import duel, panel, roundtable
 from debates.engine.structure import Form, Part
 from testkit.fake_llm import FakeLLM
+from testkit.prose import prose
 
 from .conftest import HUINENG, YINGUANG, debate, duel_spec, options, panel_spec, table_spec
 from .test_panel import UNCAPPED, panel_fake
@@ -197,3 +198,57 @@ async def test_the_tidied_reply_is_what_is_stored_and_summarised():
     run = await debate(duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), fake)
     finished = run.turns()["duel:1:huineng"]
     assert "立场变化为" not in finished.text and finished.text.endswith("依阿姜查之见，解脱的根本在于放下。")
+
+
+# -- a part the grammar stopped at its length ---------------------------------------------------
+
+CUT_FORM = Form(
+    (Part("Position", chars=30), Part("Core", chars=40, lines=3), Part("Silence", choices=("none",))),
+    colon=": ",
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        # the bundled model's stray last letters, as it wrote them at the bound (panel, 2026-12-04)
+        ("The startup should adopt it,혁", "The startup should adopt it…"),
+        ("scalability, modularity, и", "scalability, modularity…"),
+        ("Microservices allow for more柔", "Microservices allow for more…"),
+        ("A word cut in the middle: modul", "A word cut in the middle: modul…"),
+        ("It ends on a full sentence here.", "It ends on a full sentence here."),
+    ],
+)
+def test_a_part_stopped_at_its_length_ends_as_a_cut_without_a_stray_letter(value, shown):
+    value = value.ljust(30, " ") if len(value) < 30 else value  # at the bound: 30 characters or more
+    text = f"Position: {value}\nCore: two lines\nof arguments\nSilence: none"
+    assert CUT_FORM.mark_cuts(text) == f"Position: {shown}\nCore: two lines\nof arguments\nSilence: none"
+
+
+def test_a_part_within_its_length_and_latin_letters_are_left_as_written():
+    text = "Position: adopt them,\nCore: option B\nSilence: none"  # short parts: not cut by the grammar
+    assert CUT_FORM.mark_cuts(text) == text
+    chinese = Form((Part("立场", chars=10), Part("小结", chars=10)))
+    assert (
+        chinese.mark_cuts("立场：我们应当先试点新方案B\n小结：先试点。")
+        == "立场：我们应当先试点新方案B…\n小结：先试点。"
+    )
+    assert (
+        chinese.mark_cuts("立场：我们应当先试点微服务하\n小结：先试点。")
+        == "立场：我们应当先试点微服务…\n小结：先试点。"
+    )
+    assert chinese.mark_cuts("立场：缺了小结") == "立场：缺了小结"  # a reply without all its parts
+
+
+async def test_a_local_turn_stopped_at_a_parts_length_is_stored_as_a_cut_a_remote_one_is_not():
+    body = prose(400, stops=False)  # longer than the fitted part: the grammar stopped it
+    cut = f"正文：作为慧能大师，{body}하\n立场变化：无\n小结：依慧能大师之见，顿悟。"
+    local, remote = grammar_client(), FakeLLM()
+    for fake in (local, remote):
+        fake.reply("duel:1:huineng", cut)
+    spec = duel_spec(seats=[HUINENG, YINGUANG], options=options("duel", rounds=1))
+    stored = (await debate(spec, local)).turns()["duel:1:huineng"].text
+    assert "하" not in stored and f"{body}…\n立场变化" in stored
+    # a remote model has no grammar: its text is not the grammar's cut, and is kept as written
+    kept = (await debate(spec, remote)).turns()["duel:1:huineng"].text
+    assert "하\n立场变化" in kept
