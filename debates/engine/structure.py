@@ -176,8 +176,11 @@ def _as_cut(value: str) -> str:
     """A value the grammar stopped at its length, ended as a cut (`Form.mark_cuts`)."""
     body = value.rstrip()
     last = _script(body[-1]) if body else None
-    if last and sum(_script(c) == last for c in body) == 1 and len(body) > 1:
-        body = body[:-1].rstrip()  # a letter of a script the value has nowhere else
+    tail = 0
+    while last and tail < len(body) and _script(body[-1 - tail]) == last:
+        tail += 1
+    if last and tail <= 3 and tail < len(body) and sum(_script(c) == last for c in body) == tail:
+        body = body[:-tail].rstrip()  # a few letters of a script the value has nowhere else ("a单一")
     if body.endswith(("…", "。", "！", "？", ".", "!", "?", "”", "」", ")", "）")):
         return body
     return body.rstrip(" ,，、;；") + "…"

@@ -215,6 +215,7 @@ CUT_FORM = Form(
         ("The startup should adopt it,혁", "The startup should adopt it…"),
         ("scalability, modularity, и", "scalability, modularity…"),
         ("Microservices allow for more柔", "Microservices allow for more…"),
+        ("each service responsible for a单一", "each service responsible for a…"),
         ("A word cut in the middle: modul", "A word cut in the middle: modul…"),
         ("It ends on a full sentence here.", "It ends on a full sentence here."),
     ],
