@@ -860,6 +860,9 @@ def _speech_postprocess(text: str, lang: str = "zh") -> tuple[str, dict]:
     return text, {
         "position": clip(field_value(text, ("立场", "position")) or first_sentence(text), 200),
         "silent": declared and not rebuts,
+        # The seed: 无反驳则显式沉默. A speech whose rebuttal says "none" and whose silence is not
+        # declared breaks that (R2-R3; in R1, blind, both are "none" by the round's own rule).
+        "silence_undeclared": bool(rebuttal and silence) and not rebuts and not declared,
         "citations": cited,
         "missing_parts": missing_parts(text, lang),
     }
@@ -1105,12 +1108,20 @@ async def _speak(ctx: DebateContext, st: PanelState, round_no: int, roles: list[
 
 
 def form_problems(data: dict, round_no: int, lang: str) -> list[str]:
-    """What a speech breaks, said to its model: the five parts it lacks (R1-R3); R4's two parts,
-    quotes beyond R3 and new fronts."""
+    """What a speech breaks, said to its model: the five parts it lacks (R1-R3), a rebuttal of
+    nothing without a declared silence (R2-R3); R4's two parts, quotes beyond R3 and new fronts."""
     sep = words(lang).list_sep
     problems = []
     if data.get("missing_parts"):
         problems.append(say(lang, "缺少：", "missing: ") + sep.join(data["missing_parts"]))
+    if round_no in (2, 3) and data.get("silence_undeclared"):
+        problems.append(
+            say(
+                lang,
+                "没有反驳却未声明沉默（无反驳则沉默声明写“本轮沉默”）",
+                "rebuts nothing but does not declare silence (with no rebuttal, the silence says “silent this round”)",
+            )
+        )
     if round_no == 4 and data.get("other_rounds"):
         problems.append(say(lang, "引用了 R3 以外的发言：", "quotes beyond R3: ") + sep.join(data["other_rounds"]))
     if round_no == 4 and data.get("new_fronts"):

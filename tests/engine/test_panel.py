@@ -41,8 +41,17 @@ def default_speech(slug: str, n: int) -> str:
         )
     return (
         f"立场：{name}第{n}轮立场。MARK-{slug}-R{n}\n核心论据：\n1. 论据MARK-{slug}-R{n}-A。\n"
-        f"反驳：无\n沉默声明：无\n小结：{name}第{n}轮小结。"
+        f"{_rebuttal(n)}\n小结：{name}第{n}轮小结。"
     )
+
+
+def _rebuttal(n: int) -> str:
+    """R1 is blind: nothing to rebut. Later rounds rebut a point (无反驳则显式沉默: a speech that
+    rebuts nothing must declare silence, or it is sent back)."""
+    return "反驳：无\n沉默声明：无" if n == 1 else f"{REBUTTAL}\n沉默声明：无"
+
+
+REBUTTAL = "反驳：他方低估了执行成本。"  # the default speech's from R2 on
 
 
 # A baseline prompt the server counts this large makes the seed's cap (4.3-5 times it) leave the

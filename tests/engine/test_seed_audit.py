@@ -63,6 +63,42 @@ async def test_a_speech_still_missing_parts_after_the_resend_is_flagged_and_not_
     assert "sent_back_kept" in run.warning_codes and "贝叶斯" in run.warning("sent_back_kept").text
 
 
+NOTHING_UNDECLARED = "立场：看证据。\n核心论据：\n1. 基率。\n反驳：无\n沉默声明：无\n小结：贝叶斯没有反驳。"
+NOTHING_DECLARED = "立场：看证据。\n核心论据：\n1. 基率。\n反驳：无\n沉默声明：本轮沉默\n小结：贝叶斯本轮沉默。"
+
+
+async def test_a_speech_that_rebuts_nothing_without_declaring_silence_is_sent_back_once():
+    """The seed's fourth part: 沉默声明（无反驳则显式沉默）. In R2 a rebuttal of "无" with the
+    silence "无" is sent back; written again with the silence declared, the role is silent and
+    skipped in R3. In R1 (blind) both are "无" by the round's own rule: nothing is sent back."""
+    fake = panel_fake()
+    fake.reply("r1:bayes", NOTHING_UNDECLARED)
+    fake.reply("r2:bayes", NOTHING_UNDECLARED)
+    fake.reply("r2:bayes:again", NOTHING_DECLARED)
+    run = await debate(panel_spec(token_budget=UNCAPPED), fake)
+
+    assert not run.calls_for("r1:bayes:again")
+    again = run.call("r2:bayes:again").user
+    assert "没有反驳却未声明沉默" in again and "## 你被退回的上一版\n" + NOTHING_UNDECLARED in again
+    assert list(run.data["sent_back"]) == ["bayes·R2"]
+    assert run.turns()["r2:bayes:again"].data["silent"] is True
+    assert not run.calls_for("r3:bayes") and run.calls_for("r3:osborn")  # the silent role is skipped
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_undeclared_silence_is_a_form_problem_in_r2_and_r3_only(lang):
+    text = (
+        NOTHING_UNDECLARED
+        if lang == "zh"
+        else "Position: p.\nCore arguments: a.\nRebuttal: none\nSilence: none\nSummary: s."
+    )
+    _text, data = panel._speech_postprocess(text, lang)
+    assert data["silence_undeclared"] is True and data["silent"] is False
+    assert [bool(panel.form_problems(data, n, lang)) for n in (1, 2, 3)] == [False, True, True]
+    rebutting = text.replace("反驳：无", "反驳：他方低估了成本。").replace("Rebuttal: none", "Rebuttal: costs.")
+    assert panel._speech_postprocess(rebutting, lang)[1]["silence_undeclared"] is False
+
+
 FRONT = (
     "立场：坚持审查。\n核心论据：一条。\n反驳：【引用 奥斯本·R2】“MARK-osborn-R2”这一点站不住。\n"
     "沉默声明：无\n小结：费曼坚持。"

@@ -17,7 +17,7 @@ from testkit.documents import make_pdf
 from testkit.fake_llm import Counted, FakeLLM
 from testkit.fake_search import FakeSearchServer
 from tests.engine.conftest import debate, panel_spec
-from tests.engine.test_panel import CONCEPTS, ROOMY_BASELINE, VERDICT, default_speech, slug_and_round
+from tests.engine.test_panel import CONCEPTS, REBUTTAL, ROOMY_BASELINE, VERDICT, default_speech, slug_and_round
 
 QUESTION = "我们是否应该在 2026 年买入英伟达股票？"
 ADMIT_INVESTMENT = "类型：投资决策型\n可证伪：是\n理由：可以用财报数据检验。\n话题标识：nvidia-stock-buy-decision"
@@ -82,8 +82,8 @@ def research_fake(**extra) -> FakeLLM:
         ),
     )
     invented = "反驳：据 [S9]“利润率将翻倍”，前提不成立。"
-    fake.reply("r2:feynman", default_speech("feynman", 2).replace("反驳：无", invented))
-    fake.reply("r2:hegel", default_speech("hegel", 2).replace("反驳：无", "反驳：[S1]“英伟达明年营收必然翻三倍”。"))
+    fake.reply("r2:feynman", default_speech("feynman", 2).replace(REBUTTAL, invented))
+    fake.reply("r2:hegel", default_speech("hegel", 2).replace(REBUTTAL, "反驳：[S1]“英伟达明年营收必然翻三倍”。"))
     for key, reply in extra.items():
         fake.queued[key] = [reply]  # instead of the reply above
     fake.reply("r?:*", lambda call: default_speech(*slug_and_round(call.key)))
