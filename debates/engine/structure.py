@@ -181,6 +181,7 @@ def _as_cut(value: str) -> str:
         tail += 1
     if last and tail <= 3 and tail < len(body) and sum(_script(c) == last for c in body) == tail:
         body = body[:-tail].rstrip()  # a few letters of a script the value has nowhere else ("a单一")
+    body = body.rstrip("<>|\\/[({~^=+-").rstrip()  # a lone symbol at the bound ("productivity,<")
     if body.endswith(("…", "。", "！", "？", ".", "!", "?", "”", "」", ")", "）")):
         return body
     return body.rstrip(" ,，、;；") + "…"

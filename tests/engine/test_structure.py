@@ -216,6 +216,7 @@ CUT_FORM = Form(
         ("scalability, modularity, и", "scalability, modularity…"),
         ("Microservices allow for more柔", "Microservices allow for more…"),
         ("each service responsible for a单一", "each service responsible for a…"),
+        ("It could improve productivity,<", "It could improve productivity…"),
         ("A word cut in the middle: modul", "A word cut in the middle: modul…"),
         ("It ends on a full sentence here.", "It ends on a full sentence here."),
     ],
