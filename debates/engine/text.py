@@ -78,6 +78,11 @@ def _says_something(text: str) -> bool:
     return bool(re.search(r"[^\W\d_]", text))
 
 
+def _substantial(sentence: str) -> bool:
+    """More than an interjection: three words or more, or six Chinese characters."""
+    return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(re.findall(r"[\u4e00-\u9fff]", sentence)) >= 6
+
+
 def whole_sentences(text: str, limit: int) -> str:
     """`text` within `limit` characters, ending where a sentence ends. A summary that stops
     mid-phrase (a grammar's or a token limit's cut: "…因此，无论在") loses its broken tail, back to
@@ -147,7 +152,7 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
     and ending on a sentence (`whole_sentences`), never a bare list number.
     A "总结：" line elsewhere in the speech never replaces the asked-for "小结". A line that only
     says the question again (small models open with it) is passed over for the next one."""
-    summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
+    summary = summary_line = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
     # missing, a copied "…", a bare "1.", the question again
     if not _says_something(summary) or restates(summary, question):
         candidates = [
@@ -155,7 +160,9 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
             for s in sentences(_without_labels(text, SUMMARY_LABELS))
             if _says_something(s) and not restates(s, question)
         ]
-        summary = next(iter(candidates), "") or summary or text.strip()
+        # An opening interjection ("Absolutely!", "当然！") says nothing the reader can use.
+        summary = next((c for c in candidates if _substantial(c)), "") or next(iter(candidates), "")
+        summary = summary or summary_line or text.strip()
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 

@@ -164,3 +164,13 @@ def test_a_summary_is_never_just_a_list_number():
     assert summary_of("正文：讲了很多。\n小结：\n1. 念佛是稳妥的路。\n2. 参禅也可。", 80) == "念佛是稳妥的路。"
     assert summary_of("1. 念佛是稳妥的路。2. 参禅", 80) == "念佛是稳妥的路。"
     assert summary_of("1. Chan is direct. 2. Pure Land is safe.", 80) == "Chan is direct."
+
+
+def test_a_summary_passes_over_an_opening_interjection():
+    """The bundled model opened a moderated speech with "Absolutely!", which became its summary."""
+    speech = "Absolutely! Remote work is a game-changer for junior engineers. It offers more focus."
+    assert summary_of(speech, 120) == "Remote work is a game-changer for junior engineers."
+    assert summary_of("当然！远程办公让初级工程师更专注。其次是通勤。", 60) == "远程办公让初级工程师更专注。"
+    assert summary_of("Yes. No.", 60) == "Yes."  # nothing longer to take: the first stands
+    # the speaker's own summary line is kept as written, however short
+    assert summary_of("Speech: a long case for remote work.\nSummary: Absolutely!", 60) == "Absolutely!"
