@@ -51,6 +51,13 @@ TYPE_LABELS = {
     "truth": gettext_noop("truth-seeking"),
 }
 DECISIONS = ("investment", "choice")  # types judged by their outcome, not by a refutation
+# Words that ask what to do: a question with one is a decision, whatever a small host calls it.
+# Narrower than the roundtable's `asks_a_decision` ("A or B", "which", "better" may ask what is
+# true): the bundled host called "小团队该不该上微服务？" truth-seeking and unfalsifiable, and
+# the panel refused it.
+SHOULD_PATTERN = re.compile(
+    r"该不该|要不要|应不应|是否应|应该|应当|值不值|值得|\bshould\b|\bought to\b|\bworth\b", re.IGNORECASE
+)
 TYPE_WORDS = {
     "investment": ("投资", "investment"),
     "choice": ("选择", "choice", "决策型"),
@@ -432,6 +439,15 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                 "The host called this an investment decision, but the question names nothing bought, sold or "
                 "held: it is debated as a choice decision (state the proposition type on the form to decide "
                 "otherwise)."
+            ),
+        )
+    elif kind == "truth" and not stated and SHOULD_PATTERN.search(question):
+        kind = "choice"
+        await ctx.warn(
+            "admission_reread",
+            gettext_noop(
+                "The host called this a truth-seeking question, but it asks what to do: it is debated as a choice "
+                "decision (state the proposition type on the form to decide otherwise)."
             ),
         )
     if admission.falsifiable is False and kind in DECISIONS and not admission.unsuitable:

@@ -231,6 +231,32 @@ async def test_5_an_ordinary_decision_the_host_calls_an_investment_is_debated_as
     assert "names nothing bought, sold or held" in run.warning("admission_reread").text
 
 
+TRUTH_UNFALSIFIABLE = "类型：认知求真型\n可证伪：否\n理由：需要结合团队实际需求综合判断。\n话题标识：team-microservices"
+
+
+@pytest.mark.parametrize(
+    "question", ["小团队该不该上微服务？", "Should a ten-person startup adopt microservices?", "这个项目值得做吗？"]
+)
+async def test_5_a_should_question_the_host_calls_truth_seeking_is_debated_as_a_choice(question):
+    """The bundled host called "小团队该不该上微服务？" truth-seeking and unfalsifiable, and the
+    panel refused an ordinary question: one that asks what to do is a choice decision (its
+    falsifiability doubt is then only noted, as for any decision), and the run says so."""
+    run = await debate(panel_spec(question, token_budget=1), panel_fake(admission=TRUTH_UNFALSIFIABLE))
+    assert run.outcome == "done" and run.data["proposition_type"] == "choice"
+    assert "asks what to do" in run.warning("admission_reread").text
+    assert "admission_doubt" in run.warning_codes
+
+
+@pytest.mark.parametrize("question", ["万物皆有灵，这是宇宙的根本真理吗？", "宇宙是有限的还是无限的？"])
+async def test_5_a_truth_seeking_question_the_host_finds_unfalsifiable_is_still_refused(question):
+    run = await debate(panel_spec(question), panel_fake(admission=TRUTH_UNFALSIFIABLE))
+    assert run.outcome == "refused" and "did not pass admission" in run.finished.reason
+    stated = await debate(
+        panel_spec("小团队该不该上微服务？", proposition_type="truth"), panel_fake(admission=TRUTH_UNFALSIFIABLE)
+    )
+    assert stated.outcome == "refused"  # the type the user stated is kept
+
+
 async def test_5_a_stated_investment_type_is_kept_and_refused_without_evidence():
     question = "Should our team switch to fully remote work next year?"
     run = await debate(panel_spec(question, proposition_type="investment"), panel_fake(admission=INVESTMENT))
