@@ -22,7 +22,7 @@ from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
 from debates.engine.structure import Form, Part
-from debates.engine.text import bullet_items, clip, field_value, first_sentence, normalise, topic_slug
+from debates.engine.text import asks_what_to_do, bullet_items, clip, field_value, first_sentence, normalise, topic_slug
 from debates.engine.turns import CapReached, DebateAborted, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 60
@@ -51,13 +51,6 @@ TYPE_LABELS = {
     "truth": gettext_noop("truth-seeking"),
 }
 DECISIONS = ("investment", "choice")  # types judged by their outcome, not by a refutation
-# Words that ask what to do: a question with one is a decision, whatever a small host calls it.
-# Narrower than the roundtable's `asks_a_decision` ("A or B", "which", "better" may ask what is
-# true): the bundled host called "小团队该不该上微服务？" truth-seeking and unfalsifiable, and
-# the panel refused it.
-SHOULD_PATTERN = re.compile(
-    r"该不该|要不要|应不应|是否应|应该|应当|值不值|值得|\bshould\b|\bought to\b|\bworth\b", re.IGNORECASE
-)
 TYPE_WORDS = {
     "investment": ("投资", "investment"),
     "choice": ("选择", "choice", "决策型"),
@@ -150,10 +143,14 @@ CLOSING_FORM = Form(
 # The same parts in English: an English debate's prompts and forms say them in English, and the
 # parsers read either language's labels.
 CITE_FORMAT_EN = '[cite Name·R1] "the exact words quoted"'
-_FIVE_HEAD_EN = "Write five parts, each starting its own line with its label:\n"
-_FIVE_HEAD_EN += "Position: one sentence\nCore arguments: 2–3, numbered\n"
-_FIVE_TAIL_EN = "Summary: one plain sentence: what you held, loosened or turned on, and why "
-_FIVE_TAIL_EN += f"(at most {SUMMARY_LIMIT_EN} characters)"
+_FIVE_HEAD_EN = (
+    "Write five parts, each starting its own line with its label:\n"
+    "Position: one sentence\nCore arguments: 2–3, numbered\n"
+)
+_FIVE_TAIL_EN = (
+    "Summary: one plain sentence: what you held, loosened or turned on, and why "
+    f"(at most {SUMMARY_LIMIT_EN} characters)"
+)
 FIVE_PARTS_EN = (
     _FIVE_HEAD_EN
     + f"Rebuttal: against the others' specific points, each quoted word for word as {CITE_FORMAT_EN}\n"
@@ -441,7 +438,10 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
                 "otherwise)."
             ),
         )
-    elif kind == "truth" and not stated and SHOULD_PATTERN.search(question):
+    elif kind == "truth" and not stated and asks_what_to_do(question):
+        # Only the words that ask what to do, not the roundtable's wider `asks_a_decision` ("A or
+        # B", "which", "better" may ask what is true): the bundled host called "小团队该不该上微服务？"
+        # truth-seeking and unfalsifiable, and the panel refused it.
         kind = "choice"
         await ctx.warn(
             "admission_reread",

@@ -60,7 +60,8 @@ def plan(
     )
     budget = max_tokens or ctx.max_tokens(kind)
     client = override.get("client") or ctx.seat_client(speaker.slug)
-    grammar = form is not None and ctx.client_for(client).supports_grammar
+    # The form as the grammar bounds it (the parts fitted to the budget): sent, then read back.
+    fitted = form.fit(budget) if form is not None and ctx.client_for(client).supports_grammar else None
 
     return TurnPlan(
         key=key,
@@ -72,12 +73,10 @@ def plan(
         summary_limit=ctx.format.summary_limit,
         stop=stop if stop is not None else stop_before(list(others), ctx.lang),
         client=client,
-        postprocess=_tidied(form, postprocess, form.fit(budget) if grammar else None)
-        if form is not None
-        else postprocess,
+        postprocess=_tidied(form, postprocess, fitted) if form is not None else postprocess,
         exempt_from_cap=exempt,
         reserved=kind == "verdict",
-        extra={"grammar": form.fit(budget).grammar()} if grammar else None,
+        extra={"grammar": fitted.grammar()} if fitted is not None else None,
         form=form,
         chars=chars,
         cut_at=cut_at,

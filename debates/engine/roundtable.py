@@ -22,7 +22,7 @@ from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
 from debates.engine.structure import Form, Part
-from debates.engine.text import bullet_items, clip, field_value, first_sentence
+from debates.engine.text import WHAT_TO_DO, bullet_items, clip, field_value, first_sentence
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 80
@@ -83,8 +83,8 @@ def suitability(question: str) -> tuple[bool, str]:
 # bundled 1.5B model called "should we move the team to a four-day week?" a simple fact, and the
 # table answered it in one turn instead of debating it).
 DECISION_PATTERN = re.compile(
-    r"是否|要不要|该不该|应不应|应该|值不值|值得|还是|哪个|哪种|哪条|如何选|怎么选|利弊|最好|最佳|最合适|"
-    r"\bshould\b|\bwhether\b|\bwhich\b|\bworth\b|\bbetter\b|\bbest\b|\bor\b|\bvs\.?|\bversus\b|\bpros and cons\b",
+    rf"{WHAT_TO_DO}|是否|还是|哪个|哪种|哪条|如何选|怎么选|利弊|最好|最佳|最合适|"
+    r"\bwhether\b|\bwhich\b|\bbetter\b|\bbest\b|\bor\b|\bvs\.?|\bversus\b|\bpros and cons\b",
     re.IGNORECASE,
 )
 

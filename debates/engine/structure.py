@@ -98,14 +98,9 @@ class Form:
         start of a sentence inside a value ("…。小结，…" in the position change's half-sentence,
         "立场变化为“转向”…" at the end of a speech) to the end of that value, which only repeats
         what the part of that name says. Text that lacks a part is returned as it is."""
-        starts, at = [], 0
-        for label in self.labels():
-            found = re.compile(rf"(?:^|\n){re.escape(label)}{re.escape(self.colon)}").search(text, at)
-            if not found:
-                return text
-            start = found.start() + (text[found.start()] == "\n")
-            starts.append((start, start + len(label) + len(self.colon)))
-            at = starts[-1][1]
+        starts = self._parts_in(text)
+        if starts is None:
+            return text
         # After a two-character label only punctuation counts ("理由是…" may be a sentence of the
         # value); a longer one is never a word of the value ("立场变化为…").
         words = [
@@ -129,24 +124,31 @@ class Form:
         the grammar lets the model write only a one-character token, and the bundled model's best
         one was often a stray letter ("scalability,혁", "modularity, и", "more柔"). Text that lacks
         a part is returned as it is."""
-        spans, at = [], 0
-        for part in self.parts:
-            head = re.compile(rf"(?:^|\n){re.escape(part.label)}{re.escape(self.colon)}").search(text, at)
-            if not head:
-                return text
-            at = head.end()
-            spans.append((part, at))
-        pieces, end = [], len(text)
-        for n in range(len(spans) - 1, -1, -1):  # from the last part, so earlier spans keep their places
-            part, start = spans[n]
-            stop = text.rfind("\n", start, end) if n + 1 < len(spans) else end
-            stop = end if stop < start else stop
-            value = text[start:stop]
+        starts = self._parts_in(text)
+        if starts is None:
+            return text
+        pieces = [text[: starts[0][0]]]
+        for n, (part, (start, value_start)) in enumerate(zip(self.parts, starts, strict=True)):
+            last = n + 1 == len(starts)
+            end = len(text) if last else starts[n + 1][0] - 1  # the next part's line break stays
+            value = text[value_start:end]
             if not part.choices and not part.pattern and len(value) >= len(part.lead) + max(10, part.chars):
                 value = _as_cut(value)
-            pieces.append(value + text[stop:end])
-            end = start
-        return text[:end] + "".join(reversed(pieces))
+            pieces.append(text[start:value_start] + value + ("" if last else "\n"))
+        return "".join(pieces)
+
+    def _parts_in(self, text: str) -> list[tuple[int, int]] | None:
+        """Where each part's line starts and where its value starts, in order; None when a part's
+        label is missing."""
+        starts, at = [], 0
+        for label in self.labels():
+            found = re.compile(rf"(?:^|\n){re.escape(label)}{re.escape(self.colon)}").search(text, at)
+            if not found:
+                return None
+            start = found.start() + (text[found.start()] == "\n")
+            starts.append((start, start + len(label) + len(self.colon)))
+            at = starts[-1][1]
+        return starts
 
     def grammar(self) -> str:
         """GBNF (llama.cpp's dialect): every part, in order, each on its own line."""

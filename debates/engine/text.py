@@ -73,6 +73,15 @@ _SENTENCE_STOP = re.compile(r"[。！？!?；;](?=[」』”’\"')）\]]*)|(?<!
 _CLAUSE_STOP = re.compile(r"[，、,：:—]")
 
 
+# Words that ask what to do ("该不该上微服务？", "should we …"): such a question is a decision,
+# whatever a small host calls it (the panel's admission, the roundtable's suitability).
+WHAT_TO_DO = r"该不该|要不要|应不应|是否应|应该|应当|值不值|值得|\bshould\b|\bought to\b|\bworth\b"
+
+
+def asks_what_to_do(question: str) -> bool:
+    return re.search(WHAT_TO_DO, question, re.IGNORECASE) is not None
+
+
 def _says_something(text: str) -> bool:
     """Words, not just a number or punctuation ("1.", "——")."""
     return bool(re.search(r"[^\W\d_]", text))
@@ -80,7 +89,10 @@ def _says_something(text: str) -> bool:
 
 def _substantial(sentence: str) -> bool:
     """More than an interjection: three words or more, or six Chinese characters."""
-    return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(re.findall(r"[\u4e00-\u9fff]", sentence)) >= 6
+    return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(_CJK_CHAR.findall(sentence)) >= 6
+
+
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")  # as `i18n.language_of` reads a question's language
 
 
 def whole_sentences(text: str, limit: int) -> str:
@@ -152,7 +164,7 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
     and ending on a sentence (`whole_sentences`), never a bare list number.
     A "总结：" line elsewhere in the speech never replaces the asked-for "小结". A line that only
     says the question again (small models open with it) is passed over for the next one."""
-    summary = summary_line = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
+    summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
     # missing, a copied "…", a bare "1.", the question again
     if not _says_something(summary) or restates(summary, question):
         candidates = [
@@ -161,8 +173,8 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
             if _says_something(s) and not restates(s, question)
         ]
         # An opening interjection ("Absolutely!", "当然！") says nothing the reader can use.
-        summary = next((c for c in candidates if _substantial(c)), "") or next(iter(candidates), "")
-        summary = summary or summary_line or text.strip()
+        substantial = [c for c in candidates if _substantial(c)]
+        summary = next(iter(substantial or candidates), "") or summary or text.strip()
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 
