@@ -45,6 +45,16 @@ class Part:
         value = max(map(len, self.choices)) + self.tail if self.choices else self.chars
         return len(self.label) + 2 + len(self.lead) + value
 
+    def stopped_at_length(self, value: str) -> bool:
+        """Whether the grammar ended `value` at this part's length: free text at its characters, or
+        a choice's half-sentence (`tail`) at its own; a bare choice or a pattern never is."""
+        if self.pattern:
+            return False
+        if self.choices:
+            chosen = max((c for c in self.choices if value.startswith(c)), key=len, default=None)
+            return bool(self.tail) and chosen is not None and len(value) >= len(chosen) + self.tail
+        return len(value) >= len(self.lead) + max(10, self.chars)
+
     def rule(self, name: str) -> str:
         if self.pattern:
             return f"{name} ::= {self.pattern}"
@@ -132,7 +142,7 @@ class Form:
             last = n + 1 == len(starts)
             end = len(text) if last else starts[n + 1][0] - 1  # the next part's line break stays
             value = text[value_start:end]
-            if not part.choices and not part.pattern and len(value) >= len(part.lead) + max(10, part.chars):
+            if part.stopped_at_length(value):
                 value = _as_cut(value)
             pieces.append(text[start:value_start] + value + ("" if last else "\n"))
         return "".join(pieces)

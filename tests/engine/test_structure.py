@@ -227,6 +227,15 @@ def test_a_part_stopped_at_its_length_ends_as_a_cut_without_a_stray_letter(value
     assert CUT_FORM.mark_cuts(text) == f"Position: {shown}\nCore: two lines\nof arguments\nSilence: none"
 
 
+def test_a_choices_half_sentence_stopped_at_its_length_ends_as_a_cut():
+    """The bundled model's duel: "Position change: shifted, I now propose that Chan is … today. I"."""
+    form = Form((Part("Position change", choices=("held", "shifted"), tail=20), Part("Summary", chars=40)), colon=": ")
+    cut = "Position change: shifted, I now propose that\nSummary: short."
+    assert form.mark_cuts(cut) == "Position change: shifted, I now propose that…\nSummary: short."
+    within = "Position change: held, as before\nSummary: short."  # the tail's 10 of 20: as written
+    assert form.mark_cuts(within) == within
+
+
 def test_a_part_within_its_length_and_latin_letters_are_left_as_written():
     text = "Position: adopt them,\nCore: option B\nSilence: none"  # short parts: not cut by the grammar
     assert CUT_FORM.mark_cuts(text) == text
