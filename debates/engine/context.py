@@ -468,7 +468,8 @@ class DebateContext:
             raw = completion.text or reply.text
         # Before the format reads it (and counts its characters): the prompt's headings and the
         # speaker's own name copied at its start are not a part of the speech.
-        raw = without_own_name(without_echoed_headings(raw), (plan.speaker.name, plan.speaker.name_en))
+        raw = without_echoed_headings(raw, self.spec.question)
+        raw = without_own_name(raw, (plan.speaker.name, plan.speaker.name_en))
         text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
         if reply.capped:
             data = {**data, "reply_capped": True}

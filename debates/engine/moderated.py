@@ -781,6 +781,10 @@ def _named(words: str, fixes: list[str], asked: tuple[str, ...] = ()) -> str:
     """`words`, or "" where they name no option (the fix noted in `fixes`): a template's blank, or
     the debate's question itself (the bundled model wrote it back as its "option"), as asked or
     with its stance words taken out as the verdict's were (`asked`)."""
+    tag = _SPEECH_TAG.match(words)  # the material's tag copied before a copied speech: not the option's words
+    if tag and words[tag.end() :].strip():
+        fixes.append("speech tag dropped")
+        words = words[tag.end() :]
     if _PLACEHOLDER.match(words.replace("**", "").strip(" *_")):
         fixes.append(NAMED_NONE[0])
         return ""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from debates.engine.i18n import say
 from debates.engine.spec import PersonaSpec
+from debates.engine.text import restates
 from debates.providers.base import Message
 
 _CJK = re.compile("[\u3400-\u9fff]")
@@ -155,11 +156,19 @@ _ECHOED_HEADING = re.compile(
 )
 
 
-def without_echoed_headings(text: str) -> str:
-    """A reply without the prompt's own headings copied at its start ("## 输出格式", "## Question"):
-    the prompt's furniture, not the speech (the ECHO_STOPS end one copied after it)."""
-    found = _ECHOED_HEADING.match(text)
-    return text[found.end() :] if found and text[found.end() :].strip() else text
+def without_echoed_headings(text: str, question: str = "") -> str:
+    """A reply without the prompt's own headings copied at its start ("## 输出格式", "## Question"),
+    also after a first line that only says the `question` again (the bundled model opened a
+    moderated speech "小公司应该先做产品还是先做销售？\n\n## 领域适配\n…"): the prompt's furniture,
+    not the speech (the ECHO_STOPS end one copied after it). The question's line stays (the pages
+    leave it out: `reading.shown_speech`)."""
+    at = 0
+    first = re.match(r"\s*([^\n]*)\n", text)
+    if question and first and restates(first.group(1), question):
+        at = first.end()
+    found = _ECHOED_HEADING.match(text[at:])
+    rest = text[at + found.end() :] if found else ""
+    return text[:at] + rest if rest.strip() else text
 
 
 def stop_before(names: list[str], lang: str = "zh") -> list[str]:

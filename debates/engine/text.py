@@ -189,7 +189,10 @@ def without_own_name(text: str, names) -> str:
         return text
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     start = re.match(r"(?:[ \t]*#{1,6}[^\n]*\n|[ \t]*\n)*", text).end()
-    label = re.compile(rf"\s*(?:\*\*|【|\[)?\s*(?:{alternatives})\s*(?:\*\*)?\s*(?:[:：]|】|\])\s*(?:\*\*)?[ \t]*")
+    label = re.compile(
+        rf"\s*(?:\*\*|【|\[)?\s*(?:{alternatives})\s*(?:\*\*)?\s*(?:[:：]|】|\])\s*(?:\*\*)?[ \t]*"
+        rf"|[ \t]*\*\*\s*(?:{alternatives})\s*\*\*[ \t]*\n\s*"  # the name alone in bold on its line ("**Steve Jobs**")
+    )
     found = label.match(text, start)
     return text[:start] + text[found.end() :] if found and text[found.end() :].strip() else text
 

@@ -258,6 +258,10 @@ def test_the_form_is_on_the_first_line_once_and_the_materials_speech_tags_go():
     )
     verdict, _fixes = enforce_verdict_form(english, "en")
     assert verdict == f"{VERDICT_FORM_EN}: Go.\n\nRust is safer.\n## Reasons\n- Ships."
+    # the tag copied at the start of the option itself (the bundled model's Chinese verdict)
+    copied = f"{VERDICT_FORM}：【查理·芒格·第1轮】在小公司中，通常先做产品比先做销售更有效。\n## 理由\n- 成本。"
+    verdict, fixes = enforce_verdict_form(copied, "zh")
+    assert verdict.startswith(f"{VERDICT_FORM}：在小公司中，通常先做产品") and "speech tag dropped" in fixes
 
 
 def test_stance_words_go_outside_quotations_only():

@@ -87,6 +87,7 @@ def test_a_speakers_own_name_as_a_label_goes_and_a_name_in_a_sentence_stays():
     assert without_own_name("Charlie Munger: As a lawyer, I invert.", names) == "As a lawyer, I invert."
     assert without_own_name("**查理·芒格：** 反过来想。", names) == "反过来想。"
     assert without_own_name("[Charlie Munger] Invert.", names) == "Invert."
+    assert without_own_name("**Charlie Munger**\n\nInvert, always invert.", names) == "Invert, always invert."
     for kept in ("Charlie Munger once said: invert.", "Charlie Munger:", "Steve Jobs: Hi.", "反过来想。"):
         assert without_own_name(kept, names) == kept
     # after a heading it opened with (the round's name), the heading kept
@@ -101,6 +102,12 @@ def test_the_prompts_own_headings_copied_at_a_replys_start_go_and_stops_fire_onl
     assert without_echoed_headings("## 议题\n## Question:\n正文。") == "正文。"
     for kept in ("## Key points\n- a", "## 输出格式", "Speech.\n## 输出格式"):
         assert without_echoed_headings(kept) == kept
+    # after a first line that only says the question again (the bundled model's moderated speech)
+    asked = "小公司应该先做产品还是先做销售？"
+    echoed = f"{asked}\n\n## 领域适配\n我关注产品的设计。"
+    assert without_echoed_headings(echoed, asked) == f"{asked}\n我关注产品的设计。"
+    assert without_echoed_headings(echoed) == echoed  # without the question: its line is the speech's
+    assert without_echoed_headings("先做产品。\n## 领域适配\n其次。", asked) == "先做产品。\n## 领域适配\n其次。"
     # A stop that matched a reply's very start returned it empty (llama.cpp, every retry alike):
     # the echo stops need the line break before them.
     for lang in ("zh", "en"):
