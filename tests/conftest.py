@@ -43,6 +43,19 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """The test database is a file, as the app's is, not SQLite's in-memory default. In memory,
+    every connection shares one cache with table locks: a background thread's write that meets
+    the test's read fails at once with "database table is locked" (no busy wait, no WAL), which
+    the app never meets. A comparison written while its test polled died that way on CI."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3" and not database.get("TEST", {}).get("NAME"):
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
 def template_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("template-db") / "template.sqlite3"
     prepare_database(path, dict(os.environ))

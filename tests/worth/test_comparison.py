@@ -87,6 +87,20 @@ async def test_without_prices_the_single_answer_gets_the_debates_tokens(librarie
     assert single["max_tokens"] == max(200, min(4000, debate.total_tokens - single["prompt_tokens"]))
 
 
+async def test_a_comparison_that_breaks_says_why_and_does_not_stay_running(libraries, fast_llm, alice, monkeypatch):
+    """Not only a provider's error: whatever breaks while the answers are written (here a fault
+    of ours) ends the comparison as failed with its reason, instead of "being written" until the
+    deadline (an hour at the default turn deadline)."""
+    debate = await finished(alice)
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("the arm could not be read")
+
+    monkeypatch.setattr(baselines, "single_arm", broken)
+    made = await ready((await sync_to_async(comparisons.start)(debate, alice)).pk)
+    assert made.state == "failed" and "RuntimeError: the arm could not be read" in made.error
+
+
 async def test_a_third_arm_of_self_consistency_takes_the_same_allowance(libraries, fast_llm, alice):
     debate = await finished(alice)
     client = Client(HTTP_ACCEPT_LANGUAGE="en")
