@@ -13,13 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_CJK = re.compile("[\u3400-\u9fff]")
+CJK = re.compile("[\u3400-\u9fff]")  # a Chinese character: what makes a question Chinese
 
 
 def language_of(question: str) -> str:
     """The language a debate is held in: "zh" if the question has Chinese in it, else "en".
     Every prompt, fixed line, form label and parsed heading of the debate follows it."""
-    return "zh" if _CJK.search(question or "") else "en"
+    return "zh" if CJK.search(question or "") else "en"
 
 
 def say(lang: str, zh: str, en: str) -> str:

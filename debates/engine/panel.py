@@ -16,7 +16,7 @@ from debates.engine import citations, research
 from debates.engine.context import DebateContext
 from debates.engine.evidence import Source
 from debates.engine.format import Format, Seating, Sizing
-from debates.engine.i18n import gettext_noop, say, text, verbatim
+from debates.engine.i18n import CJK, gettext_noop, say, text, verbatim
 from debates.engine.options import describe, option
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
@@ -701,7 +701,6 @@ _DEFINITION_LINE = re.compile(
     r"(?P<def>\S.{3,})$",
     re.MULTILINE,
 )
-_CJK = re.compile("[\u3400-\u9fff]")
 # A finding, not a definition: "2024 年内部调查：远程组产出 +8%", "Revenue: $4.2M", "Q3 2023: …".
 _FIGURES_IN_TERM = re.compile(r"\d{2}")
 _FIGURE_FIRST = re.compile(r"^[+＋\-−~≈约$¥€£]?\s*\d")
@@ -714,7 +713,7 @@ def _is_term(term: str, definition: str) -> bool:
     Chinese, five words in English)."""
     if not term or term.lower() in _NOT_TERMS:
         return False
-    if len(term) > 24 if _CJK.search(term) else len(term.split()) > 5:
+    if len(term) > 24 if CJK.search(term) else len(term.split()) > 5:
         return False
     if _FIGURES_IN_TERM.search(term):
         return False

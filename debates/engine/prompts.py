@@ -9,12 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from debates.engine.i18n import say
+from debates.engine.i18n import CJK, say
 from debates.engine.spec import PersonaSpec
 from debates.engine.text import restates
 from debates.providers.base import Message
-
-_CJK = re.compile("[\u3400-\u9fff]")
 
 # Said once per language: a debate is held in its question's language (`DebateSpec.language`), so
 # every heading and instruction a model reads is in that language too. A model copies the
@@ -128,7 +126,7 @@ def compose(
 def domain_bridge(persona: PersonaSpec, lang: str = "zh") -> str:
     """A one-line lead-in mapping the persona's general frame onto whatever the question is about."""
     # An English debate names the persona's English keywords where the library has them.
-    english = [k for k in persona.keywords if not _CJK.search(k)] if lang == "en" else []
+    english = [k for k in persona.keywords if not CJK.search(k)] if lang == "en" else []
     focus = ("、" if lang == "zh" else ", ").join((english or list(persona.keywords))[:4])
     if focus:
         return say(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from debates.engine.i18n import CJK
+
 ELLIPSIS = "…"
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")
 _WS = re.compile(r"\s+")
@@ -89,10 +91,7 @@ def _says_something(text: str) -> bool:
 
 def _substantial(sentence: str) -> bool:
     """More than an interjection: three words or more, or six Chinese characters."""
-    return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(_CJK_CHAR.findall(sentence)) >= 6
-
-
-_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")  # as `i18n.language_of` reads a question's language
+    return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(CJK.findall(sentence)) >= 6
 
 
 def whole_sentences(text: str, limit: int) -> str:
