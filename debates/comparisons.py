@@ -145,7 +145,7 @@ async def answer(comparison_id: int) -> str:
             fields = await _answer(comparison_id)
     except TimeoutError:
         fields = {"state": Comparison.State.FAILED, "error": f"not written within {deadline:g} s"}
-    except Exception as error:  # noqa: BLE001 - whatever broke, the reader sees why, not "being written" for an hour
+    except Exception as error:  # noqa: BLE001 - whatever broke, the reader sees why, not "being written" until the deadline
         log.exception("comparison %s could not be written", comparison_id)
         fields = {"state": Comparison.State.FAILED, "error": f"could not be written: {type(error).__name__}: {error}"}
     await Comparison.objects.filter(pk=comparison_id).aupdate(**fields)

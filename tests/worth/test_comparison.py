@@ -90,7 +90,7 @@ async def test_without_prices_the_single_answer_gets_the_debates_tokens(librarie
 async def test_a_comparison_that_breaks_says_why_and_does_not_stay_running(libraries, fast_llm, alice, monkeypatch):
     """Not only a provider's error: whatever breaks while the answers are written (here a fault
     of ours) ends the comparison as failed with its reason, instead of "being written" until the
-    deadline (an hour at the default turn deadline)."""
+    deadline (80 minutes at the default turn deadline: 8 calls of 600 s)."""
     debate = await finished(alice)
 
     async def broken(*args, **kwargs):
