@@ -182,15 +182,19 @@ def without_own_name(text: str, names) -> str:
     """A reply without its speaker's own name written as a label before it ("Charlie Munger: …",
     "**史蒂夫·乔布斯：**…", "【查理·芒格】…"): small models copy the "Name: speech" lines of the
     earlier speeches they are given; also on the first line after headings it opened with ("####
-    Opening statements"). A name followed by words of the speech stays ("Munger once said")."""
+    Opening statements"), or as a heading itself ("## Steve Jobs"). A name followed by words of
+    the speech stays ("Munger once said")."""
     names = [n for n in dict.fromkeys(names) if n]
     if not names:
         return text
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    start = re.match(r"(?:[ \t]*#{1,6}[^\n]*\n|[ \t]*\n)*", text).end()
+    # Headings it opened with are passed over, except one that is only the name ("## Steve Jobs").
+    own_heading = rf"[ \t]*#{{1,6}}[ \t]*(?:\*\*)?(?:{alternatives})(?:\*\*)?[ \t]*[:：]?[ \t]*\n"
+    start = re.match(rf"(?:(?!{own_heading})[ \t]*#{{1,6}}[^\n]*\n|[ \t]*\n)*", text).end()
     label = re.compile(
         rf"\s*(?:\*\*|【|\[)?\s*(?:{alternatives})\s*(?:\*\*)?\s*(?:[:：]|】|\])\s*(?:\*\*)?[ \t]*"
         rf"|[ \t]*\*\*\s*(?:{alternatives})\s*\*\*[ \t]*\n\s*"  # the name alone in bold on its line ("**Steve Jobs**")
+        rf"|{own_heading}\s*"  # or as a heading of its own
     )
     found = label.match(text, start)
     return text[:start] + text[found.end() :] if found and text[found.end() :].strip() else text

@@ -88,6 +88,10 @@ def test_a_speakers_own_name_as_a_label_goes_and_a_name_in_a_sentence_stays():
     assert without_own_name("**查理·芒格：** 反过来想。", names) == "反过来想。"
     assert without_own_name("[Charlie Munger] Invert.", names) == "Invert."
     assert without_own_name("**Charlie Munger**\n\nInvert, always invert.", names) == "Invert, always invert."
+    # the bundled model's English moderated speech opened with its speaker as a heading
+    assert without_own_name("## Charlie Munger\n\nInvert, always invert.", names) == "Invert, always invert."
+    assert without_own_name("### Opening\n## 查理·芒格\n反过来想。", names) == "### Opening\n反过来想。"
+    assert without_own_name("## Charlie Munger's view\nInvert.", names) == "## Charlie Munger's view\nInvert."
     for kept in ("Charlie Munger once said: invert.", "Charlie Munger:", "Steve Jobs: Hi.", "反过来想。"):
         assert without_own_name(kept, names) == kept
     # after a heading it opened with (the round's name), the heading kept
