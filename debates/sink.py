@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 
 FINAL = {"done": Status.DONE, "failed": Status.FAILED, "stopped": Status.STOPPED, "refused": Status.REFUSED}
 FRAME_INTERVAL = 0.04
+# A text frame carries the token meter at most this often (seconds): a page draws it no more than
+# four times a second, and every frame's copy cost the server a render per language and each page a
+# parse and a swap it then threw away. A turn's end and every stage bring the exact figures.
+METER_INTERVAL = 0.25
 
 
 def as_text(value) -> dict:
@@ -111,6 +115,7 @@ class DjangoSink:
         self.section: int | None = None  # the position of the phase new turns belong to
         self.flusher = None
         self.debate: Debate | None = None  # the row as last read: the meter of delta frames
+        self.meter_at = float("-inf")  # loop time of the last text frame that carried the meter
         self.known: KnownTurns | None = None  # what the stage reads of the turns (open() loads it)
         self.stats = {"frames": 0, "db_writes": 0, "deltas": 0}
 
@@ -181,8 +186,8 @@ class DjangoSink:
     async def send_deltas(self, chunks: dict[str, str], thinking: dict[str, str] | None = None) -> None:
         """After the flusher committed `chunks` (turn key → text) and `thinking` (turn key → the
         thinking's new part) as this debate's next seq: one frame with the text, the thinking and
-        the meter, built without the template engine (this runs for every debate every frame
-        interval; `frames.fast` is tested equal to the templates)."""
+        (at most every METER_INTERVAL) the meter, built without the template engine (this runs for
+        every debate every frame interval; `frames.fast` is tested equal to the templates)."""
         self.seq += 1
         self.stats["db_writes"] += 1
         for key, chunk in (thinking or {}).items():
@@ -197,9 +202,14 @@ class DjangoSink:
         deltas = [fast.thinking(self.turn_pks[key], chunk) for key, chunk in (thinking or {}).items()]
         # The text only: the same in every language.
         deltas += [fast.delta(self.turn_pks[key], chunk) for key, chunk in chunks.items()]
+        text = "".join(deltas)
+        now = asyncio.get_running_loop().time()
+        if now - self.meter_at < METER_INTERVAL:
+            await self._send(dict.fromkeys(watched, text))
+            return
+        self.meter_at = now
         thinking_tokens = sum(map(tokens_of, self.thinking_counts.values()))
         streaming = sum(map(tokens_of, self.counts.values())) + thinking_tokens
-        text = "".join(deltas)
         await self._send(
             {language: text + fast.meter(self.debate, streaming, language, thinking_tokens) for language in watched}
         )

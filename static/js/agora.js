@@ -287,35 +287,8 @@
       if (!partial) el.setAttribute("data-unlabelled", "");
     });
   }
-  // The token meter comes with every text frame (up to 25 a second per debate): it is drawn at most
-  // four times a second, always with the latest figures (a meter that arrives within 250 ms of the
-  // last one drawn waits, replacing any that waited before it). A new stage brings its own meter,
-  // so one still waiting then is dropped.
-  var METER_MS = 250, meterShown = 0, meterWaiting = null, meterTimer = 0;
-  function showMeter() {
-    meterTimer = 0;
-    var current = document.getElementById("debate-meter");
-    if (meterWaiting && current) current.replaceWith(meterWaiting);
-    meterWaiting = null;
-    meterShown = Date.now();
-  }
-  document.addEventListener("htmx:oobBeforeSwap", function (event) {
-    var target = event.detail && event.detail.target;
-    if (!target || !live.contains(target)) return;
-    if (target.id === "debate-status") {
-      meterWaiting = null;
-      meterShown = Date.now();
-    } else if (target.id === "debate-meter") {
-      var wait = meterShown + METER_MS - Date.now();
-      if (wait <= 0 && !meterTimer) {
-        meterShown = Date.now();  // drawn now, by htmx
-        return;
-      }
-      event.detail.shouldSwap = false;
-      meterWaiting = event.detail.fragment;
-      if (!meterTimer) meterTimer = setTimeout(showMeter, Math.max(0, wait));
-    }
-  });
+  // The token meter: the server sends it with a text frame at most four times a second
+  // (debates/sink.py, METER_INTERVAL), and htmx swaps it in as it comes; each stage brings its own.
 
   // After a message: the writes at once (the title too, which a background tab shows and where no
   // animation frame runs), then every layout read and the follow-scroll in ONE animation frame
@@ -334,6 +307,7 @@
     showJump();
   }
   document.addEventListener("htmx:wsAfterMessage", function (event) {
+    live.querySelectorAll("article.turn-running").forEach(function (turn) { turn.normalize(); });
     dropLabels();
     updateTitle();
     updateElapsed();

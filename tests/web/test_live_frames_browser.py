@@ -1,7 +1,8 @@
 """The live page's work per frame (issue 31.1), in real Chromium on a real Agora server: the token
-meter, which comes with every text frame (up to 25 a second), is redrawn at most four times a
-second and still ends on the latest figures; the page's title is written only when it changes; a
-text frame costs one pass over the styles.
+meter rides on at most four text frames a second (of up to 25: debates/sink.py's METER_INTERVAL),
+so the page redraws it no more often, and it still ends on the latest figures; the page's title is
+written only when it changes; a text frame costs one pass over the styles, and a streaming speech
+stays one text node.
 (The page's CPU per token is measured, not tested: bench/browser.py.)"""
 
 from __future__ import annotations
@@ -76,3 +77,30 @@ async def test_a_text_frame_costs_the_page_one_style_pass(chromium, agora, fake_
     # One pass per text frame, plus the meter's (four a second) and the clock's: 1.26 per frame here,
     # 3.3 before.
     assert styles <= 2 * deltas, (styles, deltas)
+
+
+async def test_a_streaming_speech_stays_one_text_node_and_reads_as_the_server_wrote_it(chromium, agora, fake_llm):
+    """Each frame appends its text as a node of its own; the page merges them as they come, or the
+    layout of a speech grew with every frame (0.61 → 0.47 ms of layout per token, bench/browser.py).
+    The merged text is still exactly what the server stored."""
+    fake_llm.token_delay = 0.03
+    page = await signed_in(chromium, agora, "en-US")
+    await page.add_init_script(COUNT)
+    pk = await start(page, agora, DUEL, rounds="1")
+    await page.wait_for_selector("article.turn-running .text.live:not(:empty)", timeout=20000)
+    nodes = []
+    for _ in range(12):
+        nodes.append(
+            await page.evaluate(
+                "Math.max(0, ...Array.from(document.querySelectorAll('article.turn-running .text.live'),"
+                " (el) => el.childNodes.length))"
+            )
+        )
+        await page.wait_for_timeout(150)
+    assert await page.evaluate("window.__counts.deltas") >= 10  # the text streamed meanwhile
+    assert max(nodes) <= 1, nodes
+    live_text = await page.text_content("article.turn-running .text.live")
+    await page.wait_for_selector("#debate-report h2", timeout=90000)
+    stored = await page.context.request.get(f"{agora.url}/debates/{pk}/export.json")
+    speeches = [turn["text"] for turn in (await stored.json())["turns"]]
+    assert live_text.strip() and any(speech.startswith(live_text.strip()[:20]) for speech in speeches), live_text
