@@ -21,7 +21,7 @@ from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
-from debates.engine.text import clip, cut_marked, first_sentence, normalise, restates, similarity
+from debates.engine.text import after_question, clip, cut_marked, first_sentence, normalise, restates, similarity
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 from debates.providers.base import estimate_messages_tokens, estimate_tokens
 
@@ -791,6 +791,14 @@ def _named(words: str, fixes: list[str], asked: tuple[str, ...] = ()) -> str:
     if any(restates(words, question) for question in asked):
         fixes.append(NAMED_NONE[1])
         return ""
+    for question in asked:  # the question copied before the option: the option is what follows
+        rest = after_question(words, question)
+        if rest is not None and not rest.strip():
+            fixes.append(NAMED_NONE[1])
+            return ""
+        if rest is not None:
+            fixes.append("question before the option dropped")
+            return _named(rest, fixes)
     return words
 
 

@@ -216,6 +216,19 @@ def restates(line: str, question: str) -> bool:
     return said.endswith(asked) and len(said) - len(asked) <= _LEAD_CHARS
 
 
+def after_question(line: str, question: str) -> str | None:
+    """What `line` says after opening with the question, written as asked behind at most a short
+    lead (the bundled model's English verdict: "Charlie Munger: Should a first-time founder raise
+    venture money or bootstrap? The decision depends…"); None where the question does not open it."""
+    core = question.strip().rstrip("?？.。!！ ").lower()
+    if len(normalise(core)) < 8:
+        return None
+    at = line.lower().find(core)
+    if at < 0 or len(normalise(line[:at])) > _LEAD_CHARS:
+        return None
+    return line[at + len(core) :].lstrip(" ?？.。!！:：,，;；-—")
+
+
 def _without_labels(text: str, labels: tuple[str, ...]) -> str:
     return "\n".join(line for line in text.splitlines() if not any(label in line.lower() for label in labels))
 

@@ -364,3 +364,21 @@ async def test_the_moderator_cuts_a_long_speech_off_on_the_wire_not_after_it(har
     assert (
         munger.text == "Invert it: cash kills small firms." and munger.data["cut"] is False
     )  # a short one is read whole
+
+
+def test_the_question_copied_before_the_option_goes_and_the_option_stays():
+    """The bundled model's English verdict (a moderated run): a speaker's name, the question, then
+    its answer, all on the form's line; only the answer is the option."""
+    asked = "Should a first-time founder raise venture money or bootstrap?"
+    answer = "The decision depends on the balance between risk and control; raise venture money."
+    verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM_EN}: Charlie Munger: {asked} {answer}", "en", asked)
+    assert first_line(verdict) == f"{VERDICT_FORM_EN}: {answer}" and "question before the option dropped" in fixes
+    assert chosen_option(verdict, "en", asked) == answer
+    chinese = "我应该先还房贷，还是先投资指数基金？"
+    verdict, fixes = enforce_verdict_form(f"{VERDICT_FORM}：芒格：{chinese}先还房贷，利率更高。", "zh", chinese)
+    assert first_line(verdict) == f"{VERDICT_FORM}：先还房贷，利率更高。"
+    # the question with nothing after it names no option; a long lead is not a copy of it
+    verdict, _fixes = enforce_verdict_form(f"{VERDICT_FORM_EN}: Munger: {asked}", "en", asked)
+    assert first_line(verdict) == f"{VERDICT_FORM_EN}: (no option named)"
+    long_lead = f"{VERDICT_FORM_EN}: after weighing every speech on whether {asked.lower()} bootstrap."
+    assert enforce_verdict_form(long_lead, "en", asked)[0] == long_lead
