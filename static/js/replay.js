@@ -87,7 +87,10 @@
     turn.article.hidden = state === "hidden";
     if (turn.live) {
       if (continuous && n >= turn.shown) {
-        if (n > turn.shown) turn.live.appendChild(document.createTextNode(turn.chars.slice(turn.shown, n).join("")));
+        if (n > turn.shown) {
+          turn.live.appendChild(document.createTextNode(turn.chars.slice(turn.shown, n).join("")));
+          turn.live.normalize();  // one text node: a node per frame made each frame's layout longer
+        }
       } else if (n !== turn.shown || !continuous) {
         turn.live.textContent = turn.chars.slice(0, n).join("");
       }

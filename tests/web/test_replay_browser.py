@@ -15,14 +15,17 @@ from tests.web.test_stage import DUEL, PHONE, audit, overflow, signed_in, until
 pytestmark = [pytest.mark.browser]
 
 # Runs before the page's own script: every text node added to a turn's streaming text, with the
-# time it was added (performance.now(), ms), by turn key.
+# time it was added (performance.now(), ms), by turn key; and the most text nodes a turn's streaming
+# text held once a frame was drawn (the page merges them: one node, not one per frame).
 RECORD = """
 window.__appended = [];
+window.__nodes = 0;
 new MutationObserver(records => {
   const now = performance.now();
   for (const r of records) {
     const live = r.target.closest && r.target.closest('[data-live]');
     if (!live) continue;
+    window.__nodes = Math.max(window.__nodes, live.childNodes.length);
     for (const node of r.addedNodes) {
       if (node.nodeType === 3) window.__appended.push([live.closest('article').dataset.key, node.data, now]);
     }
@@ -41,7 +44,8 @@ async def play_through(page, url: str, speed: str) -> list:
             """speed => { const select = document.getElementById('replay-speed');
                  select.value = speed; select.dispatchEvent(new Event('change'));
                  const seek = document.getElementById('replay-seek');
-                 seek.value = '0'; seek.dispatchEvent(new Event('input')); window.__appended = []; }""",
+                 seek.value = '0'; seek.dispatchEvent(new Event('input')); window.__appended = [];
+                 window.__nodes = 0; }""",
             speed,
         )
     await until(page, "!document.getElementById('replay-end').hidden", timeout=90)
@@ -84,6 +88,7 @@ async def test_a_finished_duel_replays_every_character_once_at_its_pace(chromium
         played = spans(await play_through(page, replay, speed))
         # Every character once, in order: what was added to each turn, in order, is its stored text.
         assert {key: text for key, (text, _) in played.items()} == {k: t for k, t in stored.items() if t}, speed
+        assert await page.evaluate("window.__nodes") == 1, speed
         # The pace: each turn's characters take, from its first to its last, the time the server
         # took to send them (divided by the speed). Summed over the turns, so that a frame's
         # granularity (16 ms at each end of each turn) stays well within the 10%.
