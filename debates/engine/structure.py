@@ -187,6 +187,8 @@ def _script(char: str) -> str | None:
 def _as_cut(value: str) -> str:
     """A value the grammar stopped at its length, ended as a cut (`Form.mark_cuts`)."""
     body = value.rstrip()
+    while body and unicodedata.category(body[-1]) == "Cf":  # invisible ("employee-\u00ad"): hides the hyphen
+        body = body[:-1].rstrip()
     last = _script(body[-1]) if body else None
     tail = 0
     while last and tail < len(body) and _script(body[-1 - tail]) == last:

@@ -217,6 +217,8 @@ CUT_FORM = Form(
         ("Microservices allow for more柔", "Microservices allow for more…"),
         ("each service responsible for a单一", "each service responsible for a…"),
         ("It could improve productivity,<", "It could improve productivity…"),
+        # a hyphen then an invisible soft hyphen (the roundtable host's English reason, 2026-12-04)
+        ("Reviews are part of many companies' employee-\u00ad", "Reviews are part of many companies' employee…"),
         ("A word cut in the middle: modul", "A word cut in the middle: modul…"),
         ("It ends on a full sentence here.", "It ends on a full sentence here."),
     ],
