@@ -9,6 +9,12 @@ cost per interval is two `executemany` statements whatever the number of debates
 Ordering is per debate and unchanged: a sink's events first flush (this flusher, all debates),
 then commit under the sink's lock; a flush holds the lock of every sink it writes, so a debate's
 frames leave in the order of their `seq`.
+
+On PostgreSQL the flush has a thread of its own: on Channels' one database thread it queued behind
+every other debate's turn events, leases and preparation: one worker's p99 at 30 debates was
+0.4–2.2 s there, 0.18–0.27 s in three of four runs on its own thread (bench/README.md, nineteenth
+session). SQLite
+keeps it on that thread: a second writer there waits in SQLite's busy handler, which sleeps.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import asyncio
 import contextlib
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from channels.db import database_sync_to_async
@@ -108,12 +115,22 @@ class Flusher:
                         batch.append((sink, pending, thinking))
                 if not batch:
                     return
-                written, lost = await database_sync_to_async(write)(batch, at)
+                written, lost = await _writer(write)(batch, at)
                 self.stats["flushes"] += 1
                 for sink, chunks, thoughts in written:
                     await sink.send_deltas(chunks, thoughts)
             for sink in lost:
                 sink.lose()
+
+
+_FRAME_WRITER = ThreadPoolExecutor(1, thread_name_prefix="agora-frames")
+
+
+def _writer(function):
+    """`function` on the thread its database lets it have (see the module's docstring)."""
+    if connection.vendor == "sqlite":
+        return database_sync_to_async(function)
+    return database_sync_to_async(function, thread_sensitive=False, executor=_FRAME_WRITER)
 
 
 def write(batch: list[tuple[Flushable, dict[str, list[str]], dict[str, list[str]]]], at: float | None = None):
