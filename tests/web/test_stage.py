@@ -206,6 +206,10 @@ async def test_copy_the_share_link_then_revoke_it(chromium, agora, fake_llm):
     viewer = await chromium.page(locale="en-US")  # no account: the link is enough
     await viewer.goto(link)
     await viewer.wait_for_selector("#debate-status", timeout=10000)
+    # Watching, not only drawn: streamed text reaches the viewer once its socket is admitted (a
+    # link revoked before that refuses the socket as not found, 4404: the CI run of 51992ab).
+    drawn = await viewer.evaluate("document.getElementById('live').textContent.length")
+    await until(viewer, f"document.getElementById('live').textContent.length > {drawn}", timeout=10)
     await owner.click("form.share button[type=submit]:has-text('Stop sharing')")
     notice = viewer.locator("#live-notice")
     await notice.wait_for(state="visible", timeout=5000)
