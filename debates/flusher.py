@@ -13,8 +13,8 @@ frames leave in the order of their `seq`.
 On PostgreSQL the flush has a thread of its own: on Channels' one database thread it queued behind
 every other debate's turn events, leases and preparation: one worker's p99 at 30 debates was
 0.4–2.2 s there, 0.18–0.27 s in three of four runs on its own thread (bench/README.md, nineteenth
-session). SQLite
-keeps it on that thread: a second writer there waits in SQLite's busy handler, which sleeps.
+session). SQLite keeps it on that thread: a second writer there waits in SQLite's busy handler,
+which sleeps.
 """
 
 from __future__ import annotations
