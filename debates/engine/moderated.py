@@ -887,10 +887,10 @@ def enforce_verdict_form(text: str, lang: str = "zh", question: str = "") -> tup
     first = next(n for n, ln in enumerate(lines) if ln.strip())
     if first != at:
         fixes.append("verdict line moved to the top")
-    after = _without_copies(lines[at + 1 :], fixes)
+    before, after = _without_copies(lines[:at], fixes), _without_copies(lines[at + 1 :], fixes)
     if first == at and line == lines[at] and not fixes:
         return body, fixes
-    rest = _tidy(lines[:at] + after)
+    rest = _tidy(before + after)
     return (f"{line}\n\n{rest}" if rest else line), fixes
 
 
