@@ -387,7 +387,8 @@ def test_the_question_copied_before_the_option_goes_and_the_option_stays():
 def test_a_speech_tag_before_the_verdicts_line_goes_too():
     """The bundled model's Chinese verdict (a moderated run, 2026-12-05): a copied speech with its
     material tag, then the form further down; the tag above the form stayed, the one below went."""
-    text = f"【查理·芒格·第1轮】在创业之初，选择融资。\n\n因此，{VERDICT_FORM}：滚雪球。\n\n【史蒂夫·乔布斯·第1轮】先做产品。"
+    copied, later = "【查理·芒格·第1轮】在创业之初，选择融资。", "【史蒂夫·乔布斯·第1轮】先做产品。"
+    text = f"{copied}\n\n因此，{VERDICT_FORM}：滚雪球。\n\n{later}"
     verdict, fixes = enforce_verdict_form(text, "zh", "第一次创业，应该融资还是自己滚雪球？")
     assert first_line(verdict) == f"{VERDICT_FORM}：滚雪球。"
     assert "【" not in verdict and "在创业之初，选择融资。" in verdict and "先做产品。" in verdict, verdict
