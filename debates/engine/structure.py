@@ -30,6 +30,11 @@ FIRST = r"[^\n\r：:#` ]"  # a value starts at once, not with a space
 PARAGRAPHS = r"[^\r：:#`]"
 
 
+# A list item numbered twice, the form's "2. …" copied before the model's own ("2. 2. 对于公司…"):
+# one number stays. Not before a decimal ("1. 1.5 times").
+_TWICE_NUMBERED = re.compile(r"(?m)^([ \t]*(\d{1,2})([.、)．]))[ \t]*\2\3(?!\d)")
+
+
 @dataclass(frozen=True)
 class Part:
     label: str  # written as "label：" at the start of its line
@@ -107,14 +112,19 @@ class Form:
         """`text` with what a part copied of the form cut off: from a label written again at the
         start of a sentence inside a value ("…。小结，…" in the position change's half-sentence,
         "立场变化为“转向”…" at the end of a speech) to the end of that value, which only repeats
-        what the part of that name says. Text that lacks a part is returned as it is."""
+        what the part of that name says; and a list item numbered twice ("2. 2. …", the form's
+        number copied before the model's own) with one number. Text that lacks a part is
+        returned as it is."""
         starts = self._parts_in(text)
         if starts is None:
             return text
         # After a two-character label only punctuation counts ("理由是…" may be a sentence of the
-        # value); a longer one is never a word of the value ("立场变化为…").
+        # value); a longer one is never a word of the value ("立场变化为…"). Any label followed by
+        # "如下" / "as follows" only announces that part ("…行动机会。论据如下（2-3 条）。" ending
+        # the bundled model's thesis, the form's hint copied).
         words = [
-            rf"{re.escape(label)}(?:[，,。：:（(；;“]{'|是|为' if len(label) > 2 else ''})" for label in self.labels()
+            rf"{re.escape(label)}(?:[，,。：:（(；;“]|如下|\s+as follows{'|是|为' if len(label) > 2 else ''})"
+            for label in self.labels()
         ]
         echo = re.compile(rf"(?:(?<=[。！？；;.!?\n])|^)[\s#*]*(?:{'|'.join(words)})")
         pieces = [text[: starts[0][0]]]
@@ -124,6 +134,7 @@ class Form:
             found = echo.search(value, 1)
             if found and value[: found.start()].strip():
                 value = value[: found.start()].rstrip() + ("\n" if n + 1 < len(starts) else "")
+            value = _TWICE_NUMBERED.sub(r"\1", value)
             pieces.append(text[start:value_start] + value)
         return "".join(pieces)
 
