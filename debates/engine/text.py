@@ -89,8 +89,20 @@ def _says_something(text: str) -> bool:
     return bool(re.search(r"[^\W\d_]", text))
 
 
+# A salutation and nothing else ("Good evening, everyone.", "各位好！"): the bundled model opens
+# speeches with one, and it told a reader of the summary nothing.
+_GREETING = re.compile(
+    r"^\W*(?:(?:good (?:morning|afternoon|evening)|hello|hi|greetings|welcome)(?:,? (?:everyone|all|friends|"
+    r"colleagues|ladies and gentlemen|my friends))?|ladies and gentlemen|dear (?:friends|colleagues|all)|"
+    r"(?:大家|各位|诸位)(?:朋友|同事|同学|嘉宾)?(?:们)?[，,]?(?:好|晚上好|早上好|下午好)|女士们，?先生们)\W*$",
+    re.IGNORECASE,
+)
+
+
 def _substantial(sentence: str) -> bool:
-    """More than an interjection: three words or more, or six Chinese characters."""
+    """More than an interjection or a greeting: three words or more, or six Chinese characters."""
+    if _GREETING.match(sentence.strip()):
+        return False
     return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(CJK.findall(sentence)) >= 6
 
 

@@ -185,3 +185,16 @@ def test_a_summary_passes_over_an_opening_interjection():
     assert summary_of("Yes. No.", 60) == "Yes."  # nothing longer to take: the first stands
     # the speaker's own summary line is kept as written, however short
     assert summary_of("Speech: a long case for remote work.\nSummary: Absolutely!", 60) == "Absolutely!"
+
+
+def test_a_summary_passes_over_an_opening_greeting():
+    """The bundled model opened an English moderated speech with "Good evening, everyone.": three
+    words, so it passed for a sentence that says something, and became the turn's summary."""
+    speech = "Good evening, everyone. Bootstrapping keeps control with the founder. Money can wait."
+    assert summary_of(speech, 120) == "Bootstrapping keeps control with the founder."
+    assert summary_of("各位朋友们，晚上好！先做产品，再找投资。", 60) == "先做产品，再找投资。"
+    assert summary_of("女士们，先生们！融资换来的是速度。", 60) == "融资换来的是速度。"
+    # a sentence that only starts like a greeting is one
+    assert summary_of("Hello world programs prove nothing about a market. Sell first.", 80) == (
+        "Hello world programs prove nothing about a market."
+    )
