@@ -89,21 +89,53 @@ def _says_something(text: str) -> bool:
     return bool(re.search(r"[^\W\d_]", text))
 
 
-# A salutation and nothing else ("Good evening, everyone.", "各位好！"): the bundled model opens
-# speeches with one, and it told a reader of the summary nothing.
+# A salutation and nothing else ("Good evening, everyone.", "各位好！"), or thanks ("Thank you,
+# Charlie."): the bundled model opens speeches with them, and they told a reader of the summary
+# nothing.
 _GREETING = re.compile(
     r"^\W*(?:(?:good (?:morning|afternoon|evening)|hello|hi|greetings|welcome)(?:,? (?:everyone|all|friends|"
     r"colleagues|ladies and gentlemen|my friends))?|ladies and gentlemen|dear (?:friends|colleagues|all)|"
     r"(?:大家|各位|诸位)(?:朋友|同事|同学|嘉宾)?(?:们)?[，,]?(?:好|晚上好|早上好|下午好)|女士们，?先生们)\W*$",
     re.IGNORECASE,
 )
+_THANKS = re.compile(r"^\W*(?:thank you|thanks|谢谢|感谢|多谢)", re.IGNORECASE)
+
+
+def _courtesy(sentence: str) -> bool:
+    sentence = sentence.strip()
+    short = len(re.findall(r"[A-Za-z0-9]+", sentence)) <= 12 and len(CJK.findall(sentence)) <= 20
+    return bool(_GREETING.match(sentence)) or (short and bool(_THANKS.match(sentence)))
 
 
 def _substantial(sentence: str) -> bool:
-    """More than an interjection or a greeting: three words or more, or six Chinese characters."""
-    if _GREETING.match(sentence.strip()):
+    """More than an interjection or a courtesy: three words or more, or six Chinese characters."""
+    if _courtesy(sentence):
         return False
     return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(CJK.findall(sentence)) >= 6
+
+
+# Words of a question that say nothing of its subject.
+_FUNCTION_WORDS = frozenset(
+    "should would could which what when where whether their there these those about with from into than "
+    "that this does have more most better rather over first".split()
+)
+
+
+def _question_words(question: str) -> tuple[set[str], set[str]]:
+    """The question's content words (English, four letters or more) and Chinese bigrams."""
+    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in _FUNCTION_WORDS}
+    chinese = "".join(CJK.findall(question))
+    return words, {chinese[i : i + 2] for i in range(len(chinese) - 1)}
+
+
+def _on_the_question(sentence: str, asked: tuple[set[str], set[str]]) -> bool:
+    """`sentence` speaks of the question's subject: one of its content words, or two of its
+    Chinese bigrams ("念佛", "参禅")."""
+    words, pairs = asked
+    if words & set(re.findall(r"[a-z]{4,}", sentence.lower())):
+        return True
+    chinese = "".join(CJK.findall(sentence))
+    return len(pairs & {chinese[i : i + 2] for i in range(len(chinese) - 1)}) >= 2
 
 
 def whole_sentences(text: str, limit: int) -> str:
@@ -183,9 +215,12 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
             for s in sentences(_without_labels(text, SUMMARY_LABELS))
             if _says_something(s) and not restates(s, question)
         ]
-        # An opening interjection ("Absolutely!", "当然！") says nothing the reader can use.
+        # An opening interjection ("Absolutely!", "当然！") says nothing the reader can use, nor does
+        # a self-introduction: of the first few sentences, one on the question's subject is taken.
         substantial = [c for c in candidates if _substantial(c)]
-        summary = next(iter(substantial or candidates), "") or summary or text.strip()
+        asked = _question_words(question)
+        on_it = [c for c in substantial[:3] if _on_the_question(c, asked)]
+        summary = next(iter(on_it or substantial or candidates), "") or summary or text.strip()
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 

@@ -194,7 +194,30 @@ def test_a_summary_passes_over_an_opening_greeting():
     assert summary_of(speech, 120) == "Bootstrapping keeps control with the founder."
     assert summary_of("各位朋友们，晚上好！先做产品，再找投资。", 60) == "先做产品，再找投资。"
     assert summary_of("女士们，先生们！融资换来的是速度。", 60) == "融资换来的是速度。"
+    # thanks are no summary either
+    assert summary_of("Great. Thank you, Charlie. Bootstrapping keeps control.", 80) == "Bootstrapping keeps control."
+    assert summary_of("谢谢主持人！我认为应当先做产品。", 60) == "我认为应当先做产品。"
     # a sentence that only starts like a greeting is one
     assert summary_of("Hello world programs prove nothing about a market. Sell first.", 80) == (
         "Hello world programs prove nothing about a market."
+    )
+
+
+def test_a_summary_prefers_a_sentence_on_the_question_to_a_self_introduction():
+    """The bundled model's English moderated speeches (cut at 250 characters, no summary line):
+    the summaries were "Good evening, everyone." and "Thank you, Charlie."."""
+    question = "Should a first-time founder raise venture money or bootstrap?"
+    jobs = (
+        "Great. Thank you, Charlie. My name is Steve Jobs and I built Apple twice. As Steve Jobs, I believe "
+        "that a first-time founder should never raise venture money, but instead should bootstrap. My reasons"
+    )
+    assert summary_of(jobs, 160, question) == (
+        "As Steve Jobs, I believe that a first-time founder should never raise venture money, but instead "
+        "should bootstrap."
+    )
+    zh = "各位好！我是慧能，来自岭南。依我看，念佛与参禅都要落在当下的心上。"
+    assert summary_of(zh, 60, "念佛与参禅，哪条路更适合现代人修行？") == "依我看，念佛与参禅都要落在当下的心上。"
+    # nothing on the subject in the first sentences: the first that says something stands
+    assert summary_of("Thank you. My name is Charlie Munger. I invert, always invert.", 80, question) == (
+        "My name is Charlie Munger."
     )
