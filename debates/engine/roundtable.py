@@ -902,7 +902,8 @@ VETO_ANSWER_FORM = {
 async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder) -> None:
     lang = ctx.lang
     last = max(r for _, r in st.speeches)
-    finals = "\n\n".join(f"### {r.called(lang)}·R{last}\n{st.speeches[(r.slug, last)].text}" for r in st.roles)
+    # Headed by the name alone: under "·R1" the bundled model named a role "R1" ("R1认为…").
+    finals = "\n\n".join(f"### {r.called(lang)}\n{st.speeches[(r.slug, last)].text}" for r in st.roles)
 
     def confidence(role: PersonaSpec) -> str:
         said = st.speeches[(role.slug, 1)].data.get("confidence", "")

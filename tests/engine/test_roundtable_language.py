@@ -156,6 +156,9 @@ async def test_a_chinese_question_stays_chinese():
     assert "质询对象：" in run.call("r2:optimist").user and "Challenge target" not in run.call("r2:optimist").user
     synthesis = run.call("host:synthesis").user
     assert "## 行动指南（具体" in synthesis and "| 魔鬼代言人 |" in synthesis and "| 高 |" in synthesis
+    # each final statement under the role's name alone: under "乐观者·R3" the bundled model took
+    # "R1" for a role's name ("R1认为…" in its risks)
+    assert "\n### 乐观者\n" in synthesis and "·R" not in synthesis
     assert run.data["action_guide"] == "1. 建立评测集。\n2. 两周试点。"
 
 
