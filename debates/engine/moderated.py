@@ -961,7 +961,12 @@ def _settled_verdict(reply: str, lang: str, question: str) -> tuple[str, dict]:
     what the report does, the fixed line first), the fixes made kept with it; its summary is the
     option chosen, not the fixed line cut off ("If forced to choose, … is…")."""
     verdict, fixes = enforce_verdict_form(reply, lang, question)
-    return verdict, {"summary": chosen_option(verdict, lang, question), "verdict_fixes": fixes}
+    option = chosen_option(verdict, lang, question)
+    # Read alone, beside the turn, the option starts a sentence: "Raise venture money.", where the
+    # fixed line it ends reads "… is: raise venture money.". A first word in mixed case ("iPhone") stays.
+    if re.match(r"[a-z]+\b", option):
+        option = option[0].upper() + option[1:]
+    return verdict, {"summary": option, "verdict_fixes": fixes}
 
 
 async def _verdict(ctx, moderator: PersonaSpec, history, report: ReportBuilder):

@@ -364,6 +364,9 @@ async def test_the_moderator_cuts_a_long_speech_off_on_the_wire_not_after_it(har
     assert (
         munger.text == "Invert it: cash kills small firms." and munger.data["cut"] is False
     )  # a short one is read whole
+    # the verdict's summary, read alone, starts its sentence; the fixed line keeps the option as written
+    verdict = run.turns()["moderator:verdict"]
+    assert verdict.summary == "Sell first." and verdict.text.startswith(f"{VERDICT_FORM_EN}: sell first.")
 
 
 def test_the_question_copied_before_the_option_goes_and_the_option_stays():
