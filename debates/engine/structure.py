@@ -51,14 +51,17 @@ class Part:
         return len(self.label) + 2 + len(self.lead) + value
 
     def stopped_at_length(self, value: str) -> bool:
-        """Whether the grammar ended `value` at this part's length: free text at its characters, or
-        a choice's half-sentence (`tail`) at its own; a bare choice or a pattern never is."""
+        """Whether the grammar ended `value` at this part's length: free text at (or just short of)
+        its characters, or a choice's half-sentence (`tail`) at its own; a bare choice or a pattern
+        never is. A value that ends a sentence there stays as it is (`_as_cut`)."""
         if self.pattern:
             return False
         if self.choices:
             chosen = max((c for c in self.choices if value.startswith(c)), key=len, default=None)
             return bool(self.tail) and chosen is not None and len(value) >= len(chosen) + self.tail
-        return len(value) >= len(self.lead) + max(10, self.chars)
+        # Within two characters of it too: with no token short enough left to fit, the bundled
+        # model ended an English summary one character early ("…due to potential negative").
+        return len(value) >= len(self.lead) + max(10, self.chars) - 2
 
     def rule(self, name: str) -> str:
         if self.pattern:

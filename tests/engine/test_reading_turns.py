@@ -35,7 +35,7 @@ async def test_the_moderators_summary_is_the_option_it_chose():
     run = await debate(
         moderated_spec("Should a small company build the product or sell first?"), mod_fake(verdict=verdict)
     )
-    assert run.turns()["moderator:verdict"].summary == "build the product first."  # was "If forced to choose, … is…"
+    assert run.turns()["moderator:verdict"].summary == "Build the product first."  # was "If forced to choose, … is…"
 
 
 def _turn(**kw):

@@ -256,6 +256,17 @@ def test_a_part_stopped_at_its_length_ends_as_a_cut_without_a_stray_letter(value
     assert CUT_FORM.mark_cuts(text) == f"Position: {shown}\nCore: two lines\nof arguments\nSilence: none"
 
 
+def test_a_part_ended_just_short_of_its_length_is_a_cut_too():
+    """The bundled model's English roundtable summary, 79 characters of its 80: no token short
+    enough to fit was left, and the summary read "…not advisable due to potential negative"."""
+    form = Form((Part("Thesis", chars=40), Part("Summary", chars=80)), colon=": ")
+    summary = "The adoption of a four-day work week is not advisable due to potential negative"
+    assert len(summary) == 79
+    assert form.mark_cuts(f"Thesis: no.\nSummary: {summary}") == f"Thesis: no.\nSummary: {summary}…"
+    three_short = summary[:77]  # further from the bound: as written
+    assert form.mark_cuts(f"Thesis: no.\nSummary: {three_short}") == f"Thesis: no.\nSummary: {three_short}"
+
+
 def test_a_choices_half_sentence_stopped_at_its_length_ends_as_a_cut():
     """The bundled model's duel: "Position change: shifted, I now propose that Chan is … today. I"."""
     form = Form((Part("Position change", choices=("held", "shifted"), tail=20), Part("Summary", chars=40)), colon=": ")
