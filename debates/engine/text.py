@@ -99,12 +99,22 @@ _GREETING = re.compile(
     re.IGNORECASE,
 )
 _THANKS = re.compile(r"^\W*(?:thank you|thanks|谢谢|感谢|多谢)", re.IGNORECASE)
+# An interjection with no more than a name after it ("Absolutely, Charlie Munger.").
+_INTERJECTION = re.compile(
+    r"^\W*(?:absolutely|certainly|sure|of course|great|okay|ok|well|indeed|yes|alright|right|当然|好的|没问题)"
+    r"(?=\s*[,!.，！。]|\s*$)",
+    re.IGNORECASE,
+)
 
 
 def _courtesy(sentence: str) -> bool:
     sentence = sentence.strip()
-    short = len(re.findall(r"[A-Za-z0-9]+", sentence)) <= 12 and len(CJK.findall(sentence)) <= 20
-    return bool(_GREETING.match(sentence)) or (short and bool(_THANKS.match(sentence)))
+    words, chinese = len(re.findall(r"[A-Za-z0-9]+", sentence)), len(CJK.findall(sentence))
+    if _GREETING.match(sentence):
+        return True
+    if _INTERJECTION.match(sentence) and words <= 4 and chinese <= 8:
+        return True
+    return words <= 12 and chinese <= 20 and bool(_THANKS.match(sentence))
 
 
 def _substantial(sentence: str) -> bool:

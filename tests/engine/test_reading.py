@@ -194,6 +194,8 @@ def test_a_summary_passes_over_an_opening_greeting():
     assert summary_of(speech, 120) == "Bootstrapping keeps control with the founder."
     assert summary_of("各位朋友们，晚上好！先做产品，再找投资。", 60) == "先做产品，再找投资。"
     assert summary_of("女士们，先生们！融资换来的是速度。", 60) == "融资换来的是速度。"
+    # nor an interjection with a name after it (the bundled model's Munger)
+    assert summary_of("Absolutely, Charlie Munger. Invert the question first.", 80) == "Invert the question first."
     # thanks are no summary either
     assert summary_of("Great. Thank you, Charlie. Bootstrapping keeps control.", 80) == "Bootstrapping keeps control."
     assert summary_of("谢谢主持人！我认为应当先做产品。", 60) == "我认为应当先做产品。"
