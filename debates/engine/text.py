@@ -167,7 +167,13 @@ def whole_sentences(text: str, limit: int) -> str:
     clauses = [m.start() for m in _CLAUSE_STOP.finditer(room) if _says_something(room[: m.start()])]
     if clauses and clauses[-1] >= len(room) * 0.3:
         return room[: clauses[-1]].rstrip() + ELLIPSIS
+    # Nor in the middle of a word ("…architecture is beneficia…"): back to the last space.
+    if _LETTER.match(text[len(room) - 1 : len(room) + 1]) and room.rfind(" ") >= len(room) * 0.5:
+        return room[: room.rfind(" ")].rstrip(" ,;:") + ELLIPSIS
     return clip(text, limit)
+
+
+_LETTER = re.compile(r"[^\W\d_]{2}")  # two letters either side of a clip: it would split a word
 
 
 def _ends_sentence(text: str) -> bool:

@@ -171,6 +171,19 @@ def test_a_summary_carries_no_bold_marks():
     assert summary_of(text, 80) == "Bayes: The core argument is its effect on output."
 
 
+def test_a_long_english_summary_is_not_cut_inside_a_word():
+    """The bundled model's English panel verdict: its first highlight, 60 characters of it, became
+    "Bayes believes that microservices architecture is beneficia…"."""
+    verdict = (
+        "## Highlights\n1. **Bayes** believes that microservices architecture is beneficial for scalability, "
+        "collaboration, security, and data privacy."
+    )
+    assert summary_of(verdict, 60) == "Bayes believes that microservices architecture is…"
+    # Chinese has no spaces to cut at: clipped as before
+    chinese = "念佛与参禅都要落在当下的心上而不是在口头上的争论里面反复打转然后还要写很多字"
+    assert summary_of(chinese, 20) == chinese[:19] + "…"
+
+
 def test_a_summary_is_never_just_a_list_number():
     assert summary_of("正文：讲了很多。\n小结：\n1. 念佛是稳妥的路。\n2. 参禅也可。", 80) == "念佛是稳妥的路。"
     assert summary_of("1. 念佛是稳妥的路。2. 参禅", 80) == "念佛是稳妥的路。"
