@@ -183,7 +183,8 @@ def _claims(text: str, words: set[str]) -> int:
             count += len(re.findall(rf"\b(?:{_EN_VERDICT_BEFORE})\b[^,.;!?\n]{{0,20}}?{word}", text, re.IGNORECASE))
             continue
         count += len(re.findall(rf"{re.escape(w)}[^，。；！？,.;!?\n]{{0,6}}{_VERDICT_AFTER}", text))
-        count += len(re.findall(rf"{_VERDICT_BEFORE}[^，。；！？,.;!?\n]{{0,4}}{re.escape(w)}", text))
+        before = re.finditer(rf"{_VERDICT_BEFORE}([^，。；！？,.;!?\n]{{0,4}}){re.escape(w)}", text)
+        count += sum(not re.search(_DENIED, m.group(1)) for m in before)  # "我认为不是次第" argues against it
     return count
 
 
@@ -204,14 +205,20 @@ def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
     return _mentions(line, theirs_words) > _mentions(line, mine_words)
 
 
+# A side's word right after one of these is denied, not argued: "enlightenment is sudden, not
+# gradual" names the gradual side only to refuse it (the bundled model's Huineng, sent back for it).
+_DENIED = r"(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|不是|并非|而非|非|不)\s*$"
+
+
 def _mentions(line: str, words: set[str]) -> int:
-    """How many of `words` the (lowercased) line names: Latin words as whole words."""
-    return sum(
-        bool(re.search(rf"(?<!\w){re.escape(w.lower())}(?!\w)", line))
-        if re.search(r"[a-z]", w, re.IGNORECASE)
-        else w.lower() in line
-        for w in words
-    )
+    """How many of `words` the (lowercased) line names, other than denied ("…, not gradual"):
+    Latin words as whole words."""
+    count = 0
+    for w in words:
+        latin = re.search(r"[a-z]", w, re.IGNORECASE)
+        pattern = rf"(?<!\w){re.escape(w.lower())}(?!\w)" if latin else re.escape(w.lower())
+        count += any(not re.search(_DENIED, line[: m.start()]) for m in re.finditer(pattern, line))
+    return count
 
 
 def ammunition(critiques: list[CritiqueSpec], source: str, target: str) -> list[CritiqueSpec]:

@@ -161,6 +161,23 @@ def test_side_detection_reads_english_claims_and_names():
     assert not duel.speaks_for(neutral, EN_YINGUANG, EN_HUINENG)
 
 
+def test_a_side_named_only_to_be_denied_is_not_argued():
+    """The bundled model's Huineng on "Is enlightenment sudden or gradual?": its summary "…sudden,
+    not gradual." named only Zhiyi's keyword, was judged a lost side and sent back, and the second
+    version did argue Zhiyi's side. A word after a negation refuses that side."""
+    gradual = replace(YINGUANG, name_en="Zhiyi", keywords=("Tiantai", "gradual"))
+    summary = "Speech: As Huineng, the mind is seen at once.\nSummary: In Huineng's view, enlightenment is "
+    assert not duel.speaks_for(summary + "sudden, not gradual.", gradual, EN_HUINENG)
+    assert not duel.speaks_for(summary + "never gradual.", gradual, EN_HUINENG)
+    assert duel.speaks_for(summary + "gradual.", gradual, EN_HUINENG)  # named and not denied: still a flip
+    # a Chinese claim that denies: "我认为不是次第" argues against the gradual side
+    stepwise = replace(YINGUANG, keywords=("次第",))
+    assert not duel.speaks_for(
+        "正文：作为慧能大师，我认为不是次第。\n小结：依慧能大师之见，一念即悟。", stepwise, HUINENG
+    )
+    assert duel.speaks_for("正文：作为慧能大师，我认为次第更稳妥。\n小结：依慧能大师之见，次第。", stepwise, HUINENG)
+
+
 def test_an_english_question_pairs_by_the_librarys_english_keywords():
     rules = [
         PairingRuleSpec(("huineng", "yinguang"), ("禅净", "念佛", "参禅", "nianfo", "Pure Land or Chan"), None, "禅净"),
