@@ -344,13 +344,16 @@ def leads(speaker: PersonaSpec, lang: str = "zh") -> tuple[str, str]:
     return f"作为{name}，", f"依{name}之见，"
 
 
-def speech_form(speaker: PersonaSpec, lang: str) -> Form:
+def speech_form(speaker: PersonaSpec, lang: str, *, opening: bool = False) -> Form:
     """The speech form in the debate's language (`lang`: "zh"/"en", or the question itself), with
-    the speaker's leads."""
+    the speaker's leads. In the speaker's `opening` statement its position has nothing to have
+    moved from: the change can only be "none" (the bundled model declared "shifted" there)."""
     if lang not in SPEECH_FORMS:
         lang = language_of(lang)
     speech, summary = leads(speaker, lang)
     body, moved, last = SPEECH_FORMS[lang].parts
+    if opening:
+        moved = replace(moved, choices=MOVES[lang][:1])
     return replace(
         SPEECH_FORMS[lang],
         parts=(replace(body, lead=speech), moved, replace(last, lead=summary, chars=last.chars - len(summary))),
@@ -395,6 +398,7 @@ def _speech_plan(
     lang = ctx.lang
     me, them = speaker.called(lang), opponent.called(lang)
     limit = SUMMARY_LIMITS[lang]
+    opening = not own_summary  # the speaker's first statement
     if lang == "en":
         # The library's school names are Chinese: an English prompt names the school only when it has an English one.
         school_of = f" ({speaker.tradition})" if speaker.tradition and language_of(speaker.tradition) == "en" else ""
@@ -406,11 +410,16 @@ def _speech_plan(
         )
         if own_summary:
             material = f"## Your position last round (at most {limit} characters)\n{own_summary}\n\n{material}"
+        change = (
+            "Position change: “none” (this is your first statement), then half a sentence on what you start from"
+            if opening
+            else "Position change: exactly one word of “none”, “softened”, “shifted”, then half a sentence of why"
+        )
         output_format = (
             "Write these three parts, the speech first:\n"
             "Speech: a speech of 120–200 words. State your position and your argument, answer the points in "
             "your opponent's summary, use your ammunition and name its sources.\n"
-            "Position change: exactly one word of “none”, “softened”, “shifted”, then half a sentence of why\n"
+            f"{change}\n"
             f"Summary: one sentence with your position this round (at most {limit} characters)\n\n"
             f"Remember: you are {me}, and you defend your own position only; do not speak for {them}, "
             "and do not declare that you agree with them."
@@ -436,10 +445,15 @@ def _speech_plan(
         )
         if own_summary:  # its own position so far, to say honestly whether it moved (never the opponent's words)
             material = f"## 你上一轮的立场摘要（≤{limit}字）\n{own_summary}\n\n{material}"
+        change = (
+            "立场变化：写“无”（这是你的首次发言），再用半句话说明你从哪里出发"
+            if opening
+            else "立场变化：从“无”“松动”“转向”中只选一个词，再用半句话说明"
+        )
         output_format = (
             "按下面三部分写，先写正文：\n"
             "正文：200–350 字的发言。陈述你的立场与论证，回应对手摘要中的要点，用上你的弹药并注明出处。\n"
-            "立场变化：从“无”“松动”“转向”中只选一个词，再用半句话说明\n"
+            f"{change}\n"
             f"小结：一句话概括你本轮立场（不超过 {limit} 字）\n\n"
             f"记住：你是「{me}」，只为自己的立场辩护；不要替「{them}」说话，也不要宣布赞同对方。"
         )
@@ -463,7 +477,7 @@ def _speech_plan(
         rules=rules,
         material=material,
         output=output_format,
-        form=speech_form(speaker, lang),
+        form=speech_form(speaker, lang, opening=opening),
         others=[them],
         postprocess=lambda text: (
             text,

@@ -87,6 +87,10 @@ async def test_an_english_duel_is_english_in_every_prompt_form_and_line():
     assert "Position change: exactly one word of “none”, “softened”, “shifted”" in speech.user
     assert '"Speech: " p0' in speech.extra["grammar"] and 'p0 ::= "As Huineng, "' in speech.extra["grammar"]
     assert '"none" | "softened" | "shifted"' in speech.extra["grammar"]
+    # round 1 was each speaker's opening: "none" was the one choice (the bundled model had declared
+    # "shifted" in an opening statement)
+    opening = run.call("duel:1:yinguang")
+    assert 'p1 ::= ("none")' in opening.extra["grammar"] and "“none” (this is your first statement)" in opening.user
     assert 'p2 ::= "In Huineng\'s view, "' in speech.extra["grammar"]
     close = run.call("duel:close")
     assert "You are Neutral recorder." in close.system
@@ -111,7 +115,8 @@ async def test_a_chinese_duel_stays_chinese():
     run = await debate(spec, fake)
     speech = run.call("duel:1:huineng")
     assert "第 1/1 轮" in speech.user and "你代表「慧能大师」（禅宗）的立场，对手是「印光大师」。" in speech.user
-    assert "立场变化：从“无”“松动”“转向”中只选一个词" in speech.user and "Position change" not in speech.user
+    # the speaker's first statement: no position yet to have moved from
+    assert "立场变化：写“无”（这是你的首次发言）" in speech.user and "Position change" not in speech.user
     assert 'p0 ::= "作为慧能大师，"' in speech.extra["grammar"] and '"\\n立场变化：" p1' in speech.extra["grammar"]
     assert "You speak for" not in speech.user and "Huineng" not in speech.user
     close = run.call("duel:close")
