@@ -22,7 +22,7 @@ from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
 from debates.engine.structure import Form, Part
-from debates.engine.text import WHAT_TO_DO, bullet_items, clip, field_value, first_sentence
+from debates.engine.text import WHAT_TO_DO, bullet_items, clip, field_value, first_sentence, normalise
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 80
@@ -627,6 +627,8 @@ async def _statements(ctx: DebateContext, st: TableState, roles: list[PersonaSpe
     fmt, form = R1_FORM[ctx.lang], r1_grammar(ctx.lang)
     plans = [_plan(ctx, st, r, f"r1:{r.slug}", 1, "r1", rule, "", fmt, parse_r1, form) for r in roles]
     for result in await ctx.parallel(plans):
+        if without_arguments(result.text) and not ctx.is_human(result.speaker.slug):
+            result = await _arguments_again(ctx, st, result, rule, fmt, form)
         st.speeches[(result.speaker.slug, 1)] = result
         if not result.data.get("confidence_stated"):
             await ctx.warn(
@@ -634,6 +636,44 @@ async def _statements(ctx: DebateContext, st: TableState, roles: list[PersonaSpe
                 gettext_noop("%(speaker)s stated no confidence: recorded as medium."),
                 speaker=result.speaker,
             )
+
+
+def without_arguments(text: str) -> bool:
+    """A round 1 statement that gives its thesis no argument (the seed asks for 2–3): the bundled
+    model once wrote "论据：高", its confidence in the arguments' place. Arguments written as prose
+    rather than a list count."""
+    value = field_value(text, ("论据", "arguments"), multiline=True)
+    return not bullet_items(value) and len(normalise(value)) < 8
+
+
+async def _arguments_again(
+    ctx: DebateContext, st: TableState, result: TurnResult, rule: list[str], fmt: str, form: Form
+) -> TurnResult:
+    """The statement written once more, asked for its arguments; the second one stands either way
+    (and a resumed debate replays both)."""
+    role, lang = result.speaker, ctx.lang
+    if not result.replayed:
+        await ctx.warn(
+            "arguments_missing",
+            gettext_noop("%(speaker)s gave its thesis no arguments: asked once more."),
+            speaker=role,
+        )
+    asked = say(
+        lang,
+        "你上一版的“论据”一项没有写出论据，被主持人退回。这一次在“论据：”下列出 2–3 条支持核心论点的具体论据。",
+        "The host sent your last version back: its “Arguments” part gave no argument. This time list 2–3 concrete "
+        "arguments for your thesis under “Arguments:”.",
+    )
+    again = await ctx.turn(
+        _plan(ctx, st, role, f"r1:{role.slug}:again", 1, "r1", [*rule, asked], "", fmt, parse_r1, form)
+    )
+    if without_arguments(again.text) and not again.replayed:
+        await ctx.warn(
+            "arguments_missing_kept",
+            gettext_noop("%(speaker)s still gave no arguments when asked again."),
+            speaker=role,
+        )
+    return again
 
 
 async def _change_table(ctx: DebateContext, st: TableState, report: ReportBuilder, joined: list[PersonaSpec]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from debates.engine import events as ev
-from debates.engine.roundtable import recommend_roles, split_sections, suitability
+from debates.engine.roundtable import recommend_roles, split_sections, suitability, without_arguments
 from debates.engine.spec import CompletedTurn
 from testkit.fake_llm import FakeLLM
 
@@ -285,6 +285,52 @@ async def test_agree_and_add_again_after_resend_is_kept_with_a_warning_not_resen
     assert [c.key for c in run.calls_for("r2:optimist*")] == ["r2:optimist", "r2:optimist:resend"]
     assert "agree_and_add_kept" in run.warning_codes
     assert [k for k in run.started_keys() if "resend" in k] == ["r2:optimist:resend"]
+
+
+# The bundled model's optimist (我们团队要不要实行四天工作制？): its confidence in the arguments' place.
+NO_ARGUMENTS = "核心论点：四天工作制可以显著提高工作效率。\n论据：高\n置信度：高\n小结：值得尝试。"
+
+
+async def test_a_statement_without_arguments_is_asked_once_more():
+    fake = table_fake(STANDARD, speeches={("optimist", "r1"): NO_ARGUMENTS})
+    fake.reply(
+        "r1:optimist:again",
+        "核心论点：先试点。\n论据：\n1. 成本可控。MARK-again\n2. 可以量化效果。\n置信度：中\n小结：先试点。",
+    )
+    run = await debate(table_spec(no_interrupt=True), fake)
+
+    assert run.outcome == "done"
+    assert [c.key for c in run.calls_for("r1:optimist*")] == ["r1:optimist", "r1:optimist:again"]
+    assert "被主持人退回" in run.call("r1:optimist:again").user
+    assert run.warning_codes.count("arguments_missing") == 1 and "arguments_missing_kept" not in run.warning_codes
+    # the rounds after it read the second statement, not the first
+    assert all("MARK-again" in c.text and "论据：高" not in c.text for c in of_phase(run, "r2"))
+    # the others, with their arguments, were asked once
+    assert [c.key for c in run.calls_for("r1:devil-advocate*")] == ["r1:devil-advocate"]
+
+
+async def test_arguments_missing_twice_are_kept_with_a_warning():
+    fake = table_fake(STANDARD, speeches={("optimist", "r1"): NO_ARGUMENTS})
+    fake.reply("r1:optimist:again", NO_ARGUMENTS)
+    run = await debate(table_spec(no_interrupt=True), fake)
+
+    assert run.outcome == "done" and len(run.calls_for("r1:optimist*")) == 2
+    assert "arguments_missing_kept" in run.warning_codes
+
+
+@pytest.mark.parametrize(
+    ("text", "missing"),
+    [
+        (NO_ARGUMENTS, True),
+        ("核心论点：试点。\n论据：\n置信度：高\n小结：试点。", True),
+        ("Thesis: pilot.\nArguments: high\nConfidence: high\nSummary: pilot.", True),
+        # prose, not a list: arguments all the same
+        ("Thesis: pilot.\nArguments: Costs stay small and the effect can be measured.\nConfidence: high", False),
+        ("核心论点：试点。\n论据：\n1. 成本可控。\n置信度：高", False),
+    ],
+)
+def test_what_counts_as_no_arguments(text, missing):
+    assert without_arguments(text) is missing
 
 
 VALID_SCENARIO = "上线三个月后知识库过期，答错率升到三成，大客户集体投诉，续约率下降。"
