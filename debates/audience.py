@@ -133,7 +133,9 @@ def _theses(debate: Debate, state: Audience | None = None) -> list[dict]:
     r1 = list(debate.turns.filter(round=1, key__startswith="r1:").order_by("pk"))
     if not r1 or any(t.state != Turn.State.DONE for t in r1) or not first_round_over(debate, theses=True):
         return []
-    sides = [{"key": t.speaker_slug, "name": t.speaker_name, "name_en": t.speaker_name_en} for t in r1]
+    # One side per seat: a statement asked again ("r1:optimist:again") is the same seat's.
+    seats = {t.speaker_slug: t for t in r1}
+    sides = [{"key": t.speaker_slug, "name": t.speaker_name, "name_en": t.speaker_name_en} for t in seats.values()]
     Audience.objects.filter(debate=debate).update(sides=sides)
     state.sides = sides
     return sides

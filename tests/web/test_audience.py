@@ -190,6 +190,18 @@ def test_a_roundtables_options_are_its_first_rounds_theses(libraries, alice):
             text="核心论点：先试点。",
             state=Turn.State.DONE,
         )
+    # a statement asked again for its arguments is the same seat's, not another option
+    Turn.objects.create(
+        debate=debate,
+        key=f"r1:{roles[1].slug}:again",
+        round=1,
+        phase="r1",
+        speaker_slug=roles[1].slug,
+        speaker_name=roles[1].name,
+        speaker_name_en=roles[1].name_en,
+        text="核心论点：先试点。\n论据：\n1. 成本可控。",
+        state=Turn.State.DONE,
+    )
     debate.status = Status.WAITING  # the checkpoint: every thesis stated
     debate.save(update_fields=["status"])
     assert sides(debate) == [r.slug for r in roles]
