@@ -169,6 +169,23 @@ def without_echoed_headings(text: str, question: str = "") -> str:
     return text[:at] + rest if rest.strip() else text
 
 
+# A heading with its hint in brackets, as an output format asks for sections ("## 共识（所有角色都同意、
+# 置信度高的结论）", "## Risks (the devil's advocate's objections left unresolved)").
+_HINTED_HEADING = re.compile(r"^(#{1,6})[ \t]*([^\n（(]+?)[ \t]*([（(][^（()）\n]+[)）])[ \t]*$", re.MULTILINE)
+
+
+def without_heading_hints(text: str, prompt: str) -> str:
+    """`text` with the hints of the headings it copied from `prompt` left out ("## 共识"): the
+    bundled model wrote each roundtable synthesis heading with its hint, which the transcript then
+    showed. A heading not in the prompt, or written otherwise, stays as it is."""
+    asked = {(m.group(2), m.group(3)) for m in _HINTED_HEADING.finditer(prompt)}
+    if not asked:
+        return text
+    return _HINTED_HEADING.sub(
+        lambda m: f"{m.group(1)} {m.group(2)}" if (m.group(2), m.group(3)) in asked else m.group(0), text
+    )
+
+
 def stop_before(names: list[str], lang: str = "zh") -> list[str]:
     """Stop sequences that end a turn if the model starts writing another speaker's lines or
     echoing the prompt. OpenAI-compatible servers accept at most four stop strings."""

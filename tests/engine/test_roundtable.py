@@ -287,6 +287,22 @@ async def test_agree_and_add_again_after_resend_is_kept_with_a_warning_not_resen
     assert [k for k in run.started_keys() if "resend" in k] == ["r2:optimist:resend"]
 
 
+async def test_the_synthesis_headings_lose_the_hints_copied_from_the_format():
+    """The bundled model wrote "## 共识（所有角色都同意、置信度高的结论）": the transcript showed the
+    format's hint as the heading. Only the format's own heading and hint go; other brackets stay."""
+    copied = (
+        "## 共识（所有角色都同意、置信度高的结论）\n- 先试点。\n"
+        "## 分歧（各方立场 + 理由 + 置信度）\n- 乐观者主张铺开（置信度高）。\n"
+        "## 行动指南（具体、可执行、按优先级编号）\n1. 建立评测集。\n## 风险提示（两周内）\n- 知识库过期。"
+    )
+    run = await debate(table_spec(no_interrupt=True), table_fake(STANDARD, synthesis=copied))
+
+    text = run.turns()["host:synthesis"].text
+    assert text.startswith("## 共识\n- 先试点。\n## 分歧\n- 乐观者主张铺开（置信度高）。\n## 行动指南\n1.")
+    assert "## 风险提示（两周内）" in text  # a hint the format did not give is the host's own
+    assert run.data["action_guide"] == "1. 建立评测集。"
+
+
 # The bundled model's optimist (我们团队要不要实行四天工作制？): its confidence in the arguments' place.
 NO_ARGUMENTS = "核心论点：四天工作制可以显著提高工作效率。\n论据：高\n置信度：高\n小结：值得尝试。"
 
