@@ -105,7 +105,7 @@ def _value(label: str, rest: str, words: _Words) -> str:
     if label.strip() in ("Challenge target", "质询对象") and words.others:
         return words.others[0]
     quoted = QUOTED.findall(rest)
-    if len(quoted) >= 2:
+    if len(quoted) >= 2 or (quoted and rest.startswith(("“", '"'))):  # a choice, or the one word asked for
         return quoted[0]
     options = [o.strip() for o in re.split(r"\s+/\s+", re.sub(r"[（(].*$", "", rest))]
     if len(options) > 1 and all(0 < len(o) <= 20 for o in options):

@@ -446,7 +446,7 @@ def _speech_plan(
         if own_summary:  # its own position so far, to say honestly whether it moved (never the opponent's words)
             material = f"## 你上一轮的立场摘要（≤{limit}字）\n{own_summary}\n\n{material}"
         change = (
-            "立场变化：写“无”（这是你的首次发言），再用半句话说明你从哪里出发"
+            "立场变化：“无”（这是你的首次发言），再用半句话说明你从哪里出发"
             if opening
             else "立场变化：从“无”“松动”“转向”中只选一个词，再用半句话说明"
         )

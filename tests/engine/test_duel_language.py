@@ -116,7 +116,7 @@ async def test_a_chinese_duel_stays_chinese():
     speech = run.call("duel:1:huineng")
     assert "第 1/1 轮" in speech.user and "你代表「慧能大师」（禅宗）的立场，对手是「印光大师」。" in speech.user
     # the speaker's first statement: no position yet to have moved from
-    assert "立场变化：写“无”（这是你的首次发言）" in speech.user and "Position change" not in speech.user
+    assert "立场变化：“无”（这是你的首次发言）" in speech.user and "Position change" not in speech.user
     assert 'p0 ::= "作为慧能大师，"' in speech.extra["grammar"] and '"\\n立场变化：" p1' in speech.extra["grammar"]
     assert "You speak for" not in speech.user and "Huineng" not in speech.user
     close = run.call("duel:close")

@@ -38,7 +38,7 @@ async def test_the_run_waits_for_the_person_then_treats_their_turn_as_a_models()
     waiting = first.sink.of(ev.AwaitingHuman)
     assert [w.key for w in waiting] == ["duel:1:yinguang"]
     assert [p["label"] for p in waiting[0].parts] == ["正文", "立场变化", "小结"]
-    assert waiting[0].parts[1]["choices"] == ["无", "松动", "转向"]
+    assert waiting[0].parts[1]["choices"] == ["无"]  # the person's opening: no position yet to have moved from
     assert "对手当前立场摘要" in waiting[0].prompt  # the person reads what the model would have
     assert not fake.calls_for("duel:1:yinguang")
     assert first.finished.outcome == "waiting"
@@ -54,6 +54,7 @@ async def test_the_run_waits_for_the_person_then_treats_their_turn_as_a_models()
     # The opponent's next turn reads the person's summary, as it would a model's.
     assert "持名念佛最契在家人根机" in fake.calls_for("duel:2:huineng")[0].user
     assert [w.key for w in second.sink.of(ev.AwaitingHuman)] == ["duel:2:yinguang"]
+    assert second.sink.of(ev.AwaitingHuman)[0].parts[1]["choices"] == ["无", "松动", "转向"]  # a position to move
     assert not fake.calls_for("duel:*:yinguang")  # no model spoke for the person
 
 
