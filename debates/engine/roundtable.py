@@ -626,9 +626,8 @@ async def _statements(ctx: DebateContext, st: TableState, roles: list[PersonaSpe
     ]
     fmt, form = R1_FORM[ctx.lang], r1_grammar(ctx.lang)
     plans = [_plan(ctx, st, r, f"r1:{r.slug}", 1, "r1", rule, "", fmt, parse_r1, form) for r in roles]
-    for result in await ctx.parallel(plans):
-        if without_arguments(result.text) and not ctx.is_human(result.speaker.slug):
-            result = await _arguments_again(ctx, st, result, rule, fmt, form)
+    results = await _arguments_asked_again(ctx, st, await ctx.parallel(plans), rule, fmt, form)
+    for result in results:
         st.speeches[(result.speaker.slug, 1)] = result
         if not result.data.get("confidence_stated"):
             await ctx.warn(
@@ -638,42 +637,55 @@ async def _statements(ctx: DebateContext, st: TableState, roles: list[PersonaSpe
             )
 
 
+_ARGUMENTS_LABEL = re.compile(r"^[\s#*]*(?:论据|arguments)[\s*]*[:：]", re.IGNORECASE | re.MULTILINE)
+
+
 def without_arguments(text: str) -> bool:
     """A round 1 statement that gives its thesis no argument (the seed asks for 2–3): the bundled
     model once wrote "论据：高", its confidence in the arguments' place. Arguments written as prose
-    rather than a list count."""
-    value = field_value(text, ("论据", "arguments"), multiline=True)
-    return not bullet_items(value) and len(normalise(value)) < 8
+    rather than a list count, and so does a statement in prose without the form's labels, unless
+    it is too short to hold any."""
+    if _ARGUMENTS_LABEL.search(text):
+        value = field_value(text, ("论据", "arguments"), multiline=True)
+        return not bullet_items(value) and len(normalise(value)) < 8
+    return not bullet_items(text) and len(normalise(text)) < 40
 
 
-async def _arguments_again(
-    ctx: DebateContext, st: TableState, result: TurnResult, rule: list[str], fmt: str, form: Form
-) -> TurnResult:
-    """The statement written once more, asked for its arguments; the second one stands either way
-    (and a resumed debate replays both)."""
-    role, lang = result.speaker, ctx.lang
-    if not result.replayed:
-        await ctx.warn(
-            "arguments_missing",
-            gettext_noop("%(speaker)s gave its thesis no arguments: asked once more."),
-            speaker=role,
-        )
+async def _arguments_asked_again(
+    ctx: DebateContext, st: TableState, results: list[TurnResult], rule: list[str], fmt: str, form: Form
+) -> list[TurnResult]:
+    """`results` with each model's statement that gave no arguments written once more, asked for
+    them (together, as the round was); the second one stands either way, and a resumed debate
+    replays both."""
+    lacking = [r for r in results if without_arguments(r.text) and not ctx.is_human(r.speaker.slug)]
+    if not lacking:
+        return results
+    for result in lacking:
+        if not result.replayed:
+            await ctx.warn(
+                "arguments_missing",
+                gettext_noop("%(speaker)s gave its thesis no arguments: asked once more."),
+                speaker=result.speaker,
+            )
     asked = say(
-        lang,
+        ctx.lang,
         "你上一版的“论据”一项没有写出论据，被主持人退回。这一次在“论据：”下列出 2–3 条支持核心论点的具体论据。",
         "The host sent your last version back: its “Arguments” part gave no argument. This time list 2–3 concrete "
         "arguments for your thesis under “Arguments:”.",
     )
-    again = await ctx.turn(
-        _plan(ctx, st, role, f"r1:{role.slug}:again", 1, "r1", [*rule, asked], "", fmt, parse_r1, form)
-    )
-    if without_arguments(again.text) and not again.replayed:
-        await ctx.warn(
-            "arguments_missing_kept",
-            gettext_noop("%(speaker)s still gave no arguments when asked again."),
-            speaker=role,
-        )
-    return again
+    plans = [
+        _plan(ctx, st, r.speaker, f"r1:{r.speaker.slug}:again", 1, "r1", [*rule, asked], "", fmt, parse_r1, form)
+        for r in lacking
+    ]
+    again = {a.speaker.slug: a for a in await ctx.parallel(plans)}
+    for result in again.values():
+        if without_arguments(result.text) and not result.replayed:
+            await ctx.warn(
+                "arguments_missing_kept",
+                gettext_noop("%(speaker)s still gave no arguments when asked again."),
+                speaker=result.speaker,
+            )
+    return [again.get(r.speaker.slug, r) for r in results]
 
 
 async def _change_table(ctx: DebateContext, st: TableState, report: ReportBuilder, joined: list[PersonaSpec]) -> None:

@@ -325,6 +325,21 @@ async def test_a_statement_without_arguments_is_asked_once_more():
     assert [c.key for c in run.calls_for("r1:devil-advocate*")] == ["r1:devil-advocate"]
 
 
+async def test_statements_without_arguments_are_asked_again_together():
+    fake = table_fake(STANDARD, speeches={("optimist", "r1"): NO_ARGUMENTS, ("devil-advocate", "r1"): NO_ARGUMENTS})
+    fake.delay = 0.001  # each chunk yields: turns run at once where the engine lets them
+    run = await debate(table_spec(no_interrupt=True), fake)
+
+    assert run.outcome == "done" and run.warning_codes.count("arguments_missing") == 2
+    again = [c for c in run.calls if c.key.endswith(":again")]
+    assert sorted(c.key for c in again) == ["r1:devil-advocate:again", "r1:optimist:again"]
+    # one step, as the round was: both started before either finished
+    order = [(type(e).__name__, e.key) for e in run.events if isinstance(e, ev.TurnStarted | ev.TurnFinished)]
+    started = [i for i, (kind, key) in enumerate(order) if kind == "TurnStarted" and key.endswith(":again")]
+    finished = [i for i, (kind, key) in enumerate(order) if kind == "TurnFinished" and key.endswith(":again")]
+    assert len(started) == 2 and max(started) < min(finished)
+
+
 async def test_arguments_missing_twice_are_kept_with_a_warning():
     fake = table_fake(STANDARD, speeches={("optimist", "r1"): NO_ARGUMENTS})
     fake.reply("r1:optimist:again", NO_ARGUMENTS)
@@ -343,6 +358,9 @@ async def test_arguments_missing_twice_are_kept_with_a_warning():
         # prose, not a list: arguments all the same
         ("Thesis: pilot.\nArguments: Costs stay small and the effect can be measured.\nConfidence: high", False),
         ("核心论点：试点。\n论据：\n1. 成本可控。\n置信度：高", False),
+        # a model that ignores the form and argues in prose has arguments (the benchmark's fake did so)
+        ("A pilot first: costs stay small, the effect can be measured, and nothing is locked in.", False),
+        ("Pilot first.", True),  # … unless there is no room for any
     ],
 )
 def test_what_counts_as_no_arguments(text, missing):
