@@ -180,12 +180,17 @@ def _claims(text: str, words: set[str]) -> int:
         if re.search(r"[a-z]", w, re.IGNORECASE):  # a Latin word: English claims, on word boundaries
             word = rf"(?<![\w]){re.escape(w)}(?![\w])"
             count += len(re.findall(rf"{word}[^,.;!?\n]{{0,30}}?\b{_EN_VERDICT_AFTER}", text, re.IGNORECASE))
-            count += len(re.findall(rf"\b(?:{_EN_VERDICT_BEFORE})\b[^,.;!?\n]{{0,20}}?{word}", text, re.IGNORECASE))
+            count += _affirmed(rf"\b(?:{_EN_VERDICT_BEFORE})\b([^,.;!?\n]{{0,20}}?){word}", text, re.IGNORECASE)
             continue
         count += len(re.findall(rf"{re.escape(w)}[^，。；！？,.;!?\n]{{0,6}}{_VERDICT_AFTER}", text))
-        before = re.finditer(rf"{_VERDICT_BEFORE}([^，。；！？,.;!?\n]{{0,4}}){re.escape(w)}", text)
-        count += sum(not re.search(_DENIED, m.group(1)) for m in before)  # "我认为不是次第" argues against it
+        count += _affirmed(rf"{_VERDICT_BEFORE}([^，。；！？,.;!?\n]{{0,4}}){re.escape(w)}", text)
     return count
+
+
+def _affirmed(pattern: str, text: str, flags: int = 0) -> int:
+    """Matches of `pattern` (a verdict, the words between in group 1, then a side's word) whose side
+    is not denied right before it: "我认为不是次第", "I think not gradual" argue against that side."""
+    return sum(not re.search(_DENIED, m.group(1)) for m in re.finditer(pattern, text, flags))
 
 
 def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
@@ -207,7 +212,7 @@ def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
 
 # A side's word right after one of these is denied, not argued: "enlightenment is sudden, not
 # gradual" names the gradual side only to refuse it (the bundled model's Huineng, sent back for it).
-_DENIED = r"(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|不是|并非|而非|非|不)\s*$"
+_DENIED = r"(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|不是|非|不)\s*$"  # 非: also 并非, 而非
 
 
 def _mentions(line: str, words: set[str]) -> int:
@@ -398,7 +403,7 @@ def _speech_plan(
     lang = ctx.lang
     me, them = speaker.called(lang), opponent.called(lang)
     limit = SUMMARY_LIMITS[lang]
-    opening = not own_summary  # the speaker's first statement
+    opening = round_no == 1  # the speaker's first statement
     if lang == "en":
         # The library's school names are Chinese: an English prompt names the school only when it has an English one.
         school_of = f" ({speaker.tradition})" if speaker.tradition and language_of(speaker.tradition) == "en" else ""

@@ -175,6 +175,9 @@ def test_a_side_named_only_to_be_denied_is_not_argued():
     assert not duel.speaks_for(summary + "sudden, not gradual.", gradual, EN_HUINENG)
     assert not duel.speaks_for(summary + "never gradual.", gradual, EN_HUINENG)
     assert duel.speaks_for(summary + "gradual.", gradual, EN_HUINENG)  # named and not denied: still a flip
+    # an English claim that denies is no claim for that side; one that affirms is
+    assert not duel.speaks_for("Speech: As Huineng, I think not gradual at all.\nSummary: x.", gradual, EN_HUINENG)
+    assert duel.speaks_for("Speech: As Huineng, I think gradual practice wins.\nSummary: x.", gradual, EN_HUINENG)
     # a Chinese claim that denies: "我认为不是次第" argues against the gradual side
     stepwise = replace(YINGUANG, keywords=("次第",))
     assert not duel.speaks_for(
