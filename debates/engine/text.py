@@ -107,21 +107,16 @@ _INTERJECTION = re.compile(
 )
 
 
-def _courtesy(sentence: str) -> bool:
-    sentence = sentence.strip()
-    words, chinese = len(re.findall(r"[A-Za-z0-9]+", sentence)), len(CJK.findall(sentence))
-    if _GREETING.match(sentence):
-        return True
-    if _INTERJECTION.match(sentence) and words <= 4 and chinese <= 8:
-        return True
-    return words <= 12 and chinese <= 20 and bool(_THANKS.match(sentence))
-
-
 def _substantial(sentence: str) -> bool:
     """More than an interjection or a courtesy: three words or more, or six Chinese characters."""
-    if _courtesy(sentence):
-        return False
-    return len(re.findall(r"[A-Za-z0-9]+", sentence)) >= 3 or len(CJK.findall(sentence)) >= 6
+    sentence = sentence.strip()
+    words, chinese = len(re.findall(r"[A-Za-z0-9]+", sentence)), len(CJK.findall(sentence))
+    courtesy = (
+        _GREETING.match(sentence)
+        or (_INTERJECTION.match(sentence) and words <= 4 and chinese <= 8)
+        or (_THANKS.match(sentence) and words <= 12 and chinese <= 20)
+    )
+    return not courtesy and (words >= 3 or chinese >= 6)
 
 
 # Words of a question that say nothing of its subject.
@@ -134,18 +129,22 @@ _FUNCTION_WORDS = frozenset(
 def _question_words(question: str) -> tuple[set[str], set[str]]:
     """The question's content words (English, four letters or more) and Chinese bigrams."""
     words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in _FUNCTION_WORDS}
-    chinese = "".join(CJK.findall(question))
-    return words, {chinese[i : i + 2] for i in range(len(chinese) - 1)}
+    return words, _chinese_bigrams(question)
+
+
+def _chinese_bigrams(text: str) -> set[str]:
+    chinese = "".join(CJK.findall(text))
+    return bigrams(chinese) if len(chinese) > 1 else set()
 
 
 def _on_the_question(sentence: str, asked: tuple[set[str], set[str]]) -> bool:
     """`sentence` speaks of the question's subject: one of its content words, or two of its
     Chinese bigrams ("念佛", "参禅")."""
     words, pairs = asked
-    if words & set(re.findall(r"[a-z]{4,}", sentence.lower())):
-        return True
-    chinese = "".join(CJK.findall(sentence))
-    return len(pairs & {chinese[i : i + 2] for i in range(len(chinese) - 1)}) >= 2
+    return bool(words & set(re.findall(r"[a-z]{4,}", sentence.lower()))) or len(pairs & _chinese_bigrams(sentence)) >= 2
+
+
+_LETTERS = re.compile(r"[^\W\d_]{2}")  # two letters either side of a clip: it would split a word
 
 
 def whole_sentences(text: str, limit: int) -> str:
@@ -168,12 +167,10 @@ def whole_sentences(text: str, limit: int) -> str:
     if clauses and clauses[-1] >= len(room) * 0.3:
         return room[: clauses[-1]].rstrip() + ELLIPSIS
     # Nor in the middle of a word ("…architecture is beneficia…"): back to the last space.
-    if _LETTER.match(text[len(room) - 1 : len(room) + 1]) and room.rfind(" ") >= len(room) * 0.5:
-        return room[: room.rfind(" ")].rstrip(" ,;:") + ELLIPSIS
+    space = room.rfind(" ")
+    if _LETTERS.match(text[len(room) - 1 : len(room) + 1]) and space >= len(room) * 0.5:
+        return room[:space].rstrip(" ,;:") + ELLIPSIS
     return clip(text, limit)
-
-
-_LETTER = re.compile(r"[^\W\d_]{2}")  # two letters either side of a clip: it would split a word
 
 
 def _ends_sentence(text: str) -> bool:
