@@ -193,31 +193,32 @@ def test_tidy_keeps_sentences_that_only_use_a_labels_word():
     assert duel.SPEECH_FORM.tidy("正文：小结，参禅。") == "正文：小结，参禅。"
 
 
-def test_tidy_cuts_an_announced_part_and_a_list_number_written_twice():
-    """The bundled model's Chinese roundtable (R1, under the grammar): the thesis ended by
-    announcing the arguments with the form's "（2–3 条）" copied, and an argument was numbered twice."""
-    form = roundtable.r1_grammar("zh")
-    reply = (
+# The bundled model's Chinese roundtable (R1, under the grammar): the thesis ended by announcing the
+# arguments with the form's "（2–3 条）" copied, and an argument was numbered twice; the same in English.
+ANNOUNCED = {
+    "zh": (
         "核心论点：取消年终绩效考核可以为公司带来更多的行动机会。论据如下（2-3 条）。\n"
         "论据：1. 传统考核过度关注结果。\n2. 2. 取消考核可以打破部门壁垒。\n3. 3、 节省 1. 5 个人力\n"
-        "置信度：高\n小结：值得尝试。"
-    )
-    assert form.tidy(reply) == (
+        "置信度：高\n小结：值得尝试。",
         "核心论点：取消年终绩效考核可以为公司带来更多的行动机会。\n"
         "论据：1. 传统考核过度关注结果。\n2. 取消考核可以打破部门壁垒。\n3. 3、 节省 1. 5 个人力\n"
-        "置信度：高\n小结：值得尝试。"
-    )
-    en = roundtable.r1_grammar("en")
-    reply = (
+        "置信度：高\n小结：值得尝试。",
+    ),
+    "en": (
         "Thesis: Dropping reviews frees managers to coach. Arguments as follows (2–3 of them).\n"
         "Arguments: 1. 1. Reviews take weeks.\n2. Ratings are 1. 5 points apart on average.\n"
-        "Confidence: high\nSummary: Drop them."
-    )
-    assert en.tidy(reply) == (
+        "Confidence: high\nSummary: Drop them.",
         "Thesis: Dropping reviews frees managers to coach.\n"
         "Arguments: 1. Reviews take weeks.\n2. Ratings are 1. 5 points apart on average.\n"
-        "Confidence: high\nSummary: Drop them."
-    )
+        "Confidence: high\nSummary: Drop them.",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_tidy_cuts_an_announced_part_and_a_list_number_written_twice(lang):
+    reply, tidied = ANNOUNCED[lang]
+    assert roundtable.r1_grammar(lang).tidy(reply) == tidied
 
 
 async def test_the_tidied_reply_is_what_is_stored_and_summarised():
