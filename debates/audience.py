@@ -42,7 +42,6 @@ from agora.text import strip_invisible
 from debates import frames
 from debates.access import can_control, sees_everything
 from debates.engine import registry
-from debates.engine.reading import discarded_keys
 from debates.models import Audience, Debate, FloorQuestion, FloorUpvote, Status, Turn, Vote
 from personas.models import name_in
 
@@ -134,12 +133,10 @@ def _theses(debate: Debate, state: Audience | None = None) -> list[dict]:
     r1 = list(debate.turns.filter(round=1, key__startswith="r1:").order_by("pk"))
     if not r1 or any(t.state != Turn.State.DONE for t in r1) or not first_round_over(debate, theses=True):
         return []
-    discarded = discarded_keys(t.key for t in r1)  # a statement asked again replaces the seat's first
-    sides = [
-        {"key": t.speaker_slug, "name": t.speaker_name, "name_en": t.speaker_name_en}
-        for t in r1
-        if t.key not in discarded
-    ]
+    # One side per seat, in seat order: a statement asked again ("r1:optimist:again") is the same
+    # seat's (reading.discarded_keys would drop the first and list the rewrite last, out of order).
+    seats = {t.speaker_slug: t for t in r1}
+    sides = [{"key": t.speaker_slug, "name": t.speaker_name, "name_en": t.speaker_name_en} for t in seats.values()]
     Audience.objects.filter(debate=debate).update(sides=sides)
     state.sides = sides
     return sides
