@@ -352,13 +352,14 @@ def leads(speaker: PersonaSpec, lang: str = "zh") -> tuple[str, str]:
 def speech_form(speaker: PersonaSpec, lang: str, *, opening: bool = False) -> Form:
     """The speech form in the debate's language (`lang`: "zh"/"en", or the question itself), with
     the speaker's leads. In the speaker's `opening` statement its position has nothing to have
-    moved from: the change can only be "none" (the bundled model declared "shifted" there)."""
+    moved from: the change can only be "none", with no half-sentence after it (the bundled model
+    declared "shifted" there, and then copied the prompt's words into the half-sentence)."""
     if lang not in SPEECH_FORMS:
         lang = language_of(lang)
     speech, summary = leads(speaker, lang)
     body, moved, last = SPEECH_FORMS[lang].parts
-    if opening:
-        moved = replace(moved, choices=MOVES[lang][:1])
+    if opening:  # the one word, and no half-sentence: the model filled it with the prompt's own words
+        moved = replace(moved, choices=MOVES[lang][:1], tail=0)
     return replace(
         SPEECH_FORMS[lang],
         parts=(replace(body, lead=speech), moved, replace(last, lead=summary, chars=last.chars - len(summary))),
@@ -416,7 +417,7 @@ def _speech_plan(
         if own_summary:
             material = f"## Your position last round (at most {limit} characters)\n{own_summary}\n\n{material}"
         change = (
-            "Position change: “none” (this is your first statement), then half a sentence on what you start from"
+            "Position change: “none” (this is your first statement)"
             if opening
             else "Position change: exactly one word of “none”, “softened”, “shifted”, then half a sentence of why"
         )
@@ -451,7 +452,7 @@ def _speech_plan(
         if own_summary:  # its own position so far, to say honestly whether it moved (never the opponent's words)
             material = f"## 你上一轮的立场摘要（≤{limit}字）\n{own_summary}\n\n{material}"
         change = (
-            "立场变化：“无”（这是你的首次发言），再用半句话说明你从哪里出发"
+            "立场变化：“无”（这是你的首次发言）"
             if opening
             else "立场变化：从“无”“松动”“转向”中只选一个词，再用半句话说明"
         )

@@ -90,7 +90,8 @@ async def test_an_english_duel_is_english_in_every_prompt_form_and_line():
     # round 1 was each speaker's opening: "none" was the one choice (the bundled model had declared
     # "shifted" in an opening statement)
     opening = run.call("duel:1:yinguang")
-    assert 'p1 ::= ("none")' in opening.extra["grammar"] and "“none” (this is your first statement)" in opening.user
+    # the one word alone: the half-sentence after it was filled with the prompt's own words
+    assert 'p1 ::= ("none")\n' in opening.extra["grammar"] and "“none” (this is your first statement)\n" in opening.user
     assert 'p2 ::= "In Huineng\'s view, "' in speech.extra["grammar"]
     close = run.call("duel:close")
     assert "You are Neutral recorder." in close.system

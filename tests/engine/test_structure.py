@@ -75,7 +75,7 @@ async def test_a_local_client_gets_a_grammar_with_each_structured_turn_a_remote_
     speech = run.call("duel:1:huineng")
     form = duel.speech_form(HUINENG, spec.question, opening=True).fit(speech.max_tokens)
     assert speech.extra["grammar"] == form.grammar()
-    assert 'p1 ::= ("无")' in form.grammar()  # an opening statement has no position to have moved from
+    assert 'p1 ::= ("无")\n' in form.grammar()  # an opening has no position to have moved from, nor a why
     # in the speaker's own name: the speech and its summary start with words the grammar writes
     assert '"正文：" p0' in form.grammar() and 'p0 ::= "作为慧能大师，"' in form.grammar()
     assert 'p2 ::= "依慧能大师之见，"' in form.grammar()
