@@ -352,9 +352,8 @@ async def test_concurrency_2_bounds_parallel_requests(server, make_client):
 async def test_concurrency_5_runs_all_in_parallel(server, make_client):
     server.token_delay = 0.01
     server.script = lambda request: "one two three four five six seven eight"
-    started = time.monotonic()
     await _run_parallel(make_client(concurrency=5), 5)
-    elapsed = time.monotonic() - started
 
+    # All five streams open at once, as the server saw them (a wall-clock bound here failed a CI
+    # run on a loaded machine: 0.321 s against 0.32, while the overlap said the same thing).
     assert max_overlap(chat(server)) == 5
-    assert elapsed < 4 * 8 * 0.01  # far less than running them one by one
