@@ -713,7 +713,10 @@ def strip_stance_words(body: str) -> tuple[str, list[str]]:
     def chinese(piece: str) -> str:
         for word in STANCE_WORDS:
             if word in piece:
-                piece = piece.replace(word, "")
+                # One comma where the word stood between two: "作为查理·芒格，我认为，这取决于" read
+                # "作为查理·芒格，，这取决于"; none after a sentence's start ("我认为，先做产品").
+                found = re.compile(rf"([，,、：:；;。！？!?\n])?[ \t]*{word}[ \t]*([，,])?")
+                piece = found.sub(lambda m: (m[1] or "") if m[1] or m.start() == 0 else (m[2] or ""), piece)
                 removed.append(word)
         return piece
 

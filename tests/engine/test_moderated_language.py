@@ -272,6 +272,14 @@ def test_stance_words_go_outside_quotations_only():
     assert "「应该先卖」" in verdict
 
 
+def test_chinese_stance_words_leave_one_comma_where_they_stood():
+    """The bundled model's Chinese verdict (第一次创业，应该融资还是自己滚雪球？) copied a speech:
+    "作为查理·芒格，我认为，这取决于…" lost its stance word and read "作为查理·芒格，，这取决于…"."""
+    body = f"{VERDICT_FORM}：先融资。\n## 理由\n作为查理·芒格，我认为，这取决于风险。我认为，先做产品。所以我认为先卖。"
+    verdict, _fixes = enforce_verdict_form(body)
+    assert verdict.endswith("## 理由\n作为查理·芒格，这取决于风险。先做产品。所以先卖。")
+
+
 def test_english_stance_words_are_removed_and_the_sentences_still_read():
     text = (
         f"{VERDICT_FORM_EN}: sell first.\n## Reasons\nIn my opinion, cash decides. Munger said "
