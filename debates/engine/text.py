@@ -98,7 +98,11 @@ _GREETING = re.compile(
     r"(?:大家|各位|诸位)(?:朋友|同事|同学|嘉宾)?(?:们)?[，,]?(?:好|晚上好|早上好|下午好)|女士们，?先生们)\W*$",
     re.IGNORECASE,
 )
-_THANKS = re.compile(r"^\W*(?:thank you|thanks|谢谢|感谢|多谢)", re.IGNORECASE)
+_THANKS = re.compile(
+    r"^\W*(?:thank you|thanks|谢谢|感谢|多谢|(?:it'?s|it is|i'?m|i am) (?:great|good|a pleasure|an honou?r|glad|happy|"
+    r"delighted) to be here|很高兴(?:来到|在)这里)",
+    re.IGNORECASE,
+)  # … and being glad to be there ("It's great to be here today.")
 # An interjection with no more than a name after it ("Absolutely, Charlie Munger.").
 _INTERJECTION = re.compile(
     r"^\W*(?:absolutely|certainly|sure|of course|great|okay|ok|well|indeed|yes|alright|right|当然|好的|没问题)"

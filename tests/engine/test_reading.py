@@ -209,7 +209,8 @@ def test_a_summary_passes_over_an_opening_greeting():
     assert summary_of("女士们，先生们！融资换来的是速度。", 60) == "融资换来的是速度。"
     # nor an interjection with a name after it (the bundled model's Munger)
     assert summary_of("Absolutely, Charlie Munger. Invert the question first.", 80) == "Invert the question first."
-    # thanks are no summary either
+    # thanks are no summary either, nor being glad to be there (the bundled model's Jobs)
+    assert summary_of("Hi! It's great to be here today. Design decides it.", 60) == "Design decides it."
     assert summary_of("Great. Thank you, Charlie. Bootstrapping keeps control.", 80) == "Bootstrapping keeps control."
     assert summary_of("谢谢主持人！我认为应当先做产品。", 60) == "我认为应当先做产品。"
     # a sentence that only starts like a greeting is one
