@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import pairwise
 
 from debates.engine.i18n import CJK
 
@@ -273,11 +274,37 @@ def restates(line: str, question: str) -> bool:
     behind a short lead: the duel's summary starts in the speaker's name under the grammar, and
     the bundled model then wrote the question ("依慧能大师之见，上班族每天只有二十分钟，该参禅还是念佛？")."""
     said, asked = normalise(line), normalise(question)
-    if not said or not asked:
+    if not said or not asked or answers_yes_no(line, question):
         return False
     if (said in asked and len(said) >= 0.8 * len(asked)) or similarity(line, question) > 0.8:
         return True
     return said.endswith(asked) and len(said) - len(asked) <= _LEAD_CHARS
+
+
+# English yes/no questions open on one of these ("Should we …?"); the answer puts its subject first.
+_AUXILIARIES = frozenset(
+    "should shall is are was were do does did can could will would must may might has have had".split()
+)
+# A Chinese yes/no question asks with a particle at its end or an "A-not-A" pair; an answer drops both.
+_ZH_ASKING = re.compile(r"[吗么嘛][?？]?\s*$|(.)不\1|是否|可否|能否|与否")
+_WORD = re.compile(r"[a-z']+")
+
+
+def answers_yes_no(line: str, question: str) -> bool:
+    """`line` answers the yes/no `question` in its words, as a statement: "We should rewrite our
+    monolith as microservices." for "Should we rewrite our monolith as microservices?" (the
+    bundled model's panel position, near enough in characters to pass for the question again) or
+    "我们要取消年终绩效考核。" for "我们要不要取消年终绩效考核？"."""
+    if line.rstrip(" *").endswith(("?", "？")):
+        return False
+    asked = _WORD.findall(question.lower())
+    if len(asked) >= 2 and asked[0] in _AUXILIARIES:
+        said = _WORD.findall(line.lower())
+        subject, verb = asked[1], asked[0]
+        return any(a == subject and b.startswith(verb) for a, b in pairwise(said))
+    if CJK.search(question) and _ZH_ASKING.search(question.strip()):
+        return not _ZH_ASKING.search(line.strip())
+    return False
 
 
 def after_question(line: str, question: str) -> str | None:

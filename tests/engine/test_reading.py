@@ -80,6 +80,26 @@ def test_a_first_line_that_only_says_the_question_again_is_not_shown():
     assert shown_speech(f"{ASKED}\n念佛。", None) == f"{ASKED}\n念佛。"  # no question given: as written
 
 
+def test_a_first_line_that_answers_a_yes_no_question_in_its_words_is_the_answer_not_the_question():
+    """The bundled model's panel position (debate 42): "We should rewrite our monolith as
+    microservices." was hidden as the question again, its characters that close to the question's."""
+    from debates.engine.text import restates
+
+    asked = "Should we rewrite our monolith as microservices?"
+    position = "Position: We should rewrite our monolith as microservices.\nCore arguments: They scale."
+    labels = ["Position", "Core arguments"]
+    assert "We should rewrite" in shown_speech(position, labels, question=asked)
+    assert not restates("We shouldn't rewrite our monolith as microservices.", asked)
+    assert not restates("Enlightenment is sudden.", "Is enlightenment sudden?")
+    assert restates("Should we rewrite our monolith as microservices", asked)  # no mark, still asked
+    assert restates("So: should we rewrite our monolith as microservices?", asked)
+    zh = "我们公司要不要取消年终绩效考核？"
+    assert not restates("我们公司要取消年终绩效考核。", zh)
+    assert restates("我们公司要不要取消年终绩效考核", zh)
+    assert not restates("我们应该重写成微服务。", "我们应该重写成微服务吗？")
+    assert restates("我们应该重写成微服务吗", "我们应该重写成微服务吗？")
+
+
 def test_a_speakers_own_name_as_a_label_goes_and_a_name_in_a_sentence_stays():
     from debates.engine.text import without_own_name
 
