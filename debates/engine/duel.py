@@ -212,7 +212,13 @@ def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
 
 # A side's word right after one of these is denied, not argued: "enlightenment is sudden, not
 # gradual" names the gradual side only to refuse it (the bundled model's Huineng, sent back for it).
-_DENIED = r"(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|不是|非|不)\s*$"  # 非: also 并非, 而非
+# Also a few words after it in the same clause, none of them turning it ("does not require gradual
+# progression", the bundled model's Huineng again; "not sudden but gradual" affirms gradual).
+_DENIED = (
+    r"(?:(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|n't)"
+    r"(?:\s+(?!(?:but|yet|rather|instead)\b)[\w-]+){0,3}"
+    r"|不是|非|不|(?:不需要|不必|无需|无须|不用|不靠)[^，。；！？,.;!?\s]{0,2})\s*$"  # 非: also 并非, 而非
+)
 
 
 def _mentions(line: str, words: set[str]) -> int:

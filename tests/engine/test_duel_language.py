@@ -176,6 +176,15 @@ def test_a_side_named_only_to_be_denied_is_not_argued():
     assert not duel.speaks_for(summary + "sudden, not gradual.", gradual, EN_HUINENG)
     assert not duel.speaks_for(summary + "never gradual.", gradual, EN_HUINENG)
     assert duel.speaks_for(summary + "gradual.", gradual, EN_HUINENG)  # named and not denied: still a flip
+    # denied a few words on (debate 44: "…immediate and does not require gradual progression."),
+    # but not past a word that turns the clause
+    assert not duel.speaks_for(summary + "immediate and does not require gradual progression.", gradual, EN_HUINENG)
+    assert not duel.speaks_for(summary + "immediate; it doesn't need any gradual steps.", gradual, EN_HUINENG)
+    assert duel.speaks_for(summary + "not sudden but gradual.", gradual, EN_HUINENG)
+    assert duel.speaks_for(summary + "not a leap: it is gradual.", gradual, EN_HUINENG)
+    assert not duel.speaks_for(
+        "正文：作为慧能大师。\n小结：依慧能大师之见，不需要次第。", replace(YINGUANG, keywords=("次第",)), HUINENG
+    )
     # an English claim that denies is no claim for that side; one that affirms is
     assert not duel.speaks_for("Speech: As Huineng, I think not gradual at all.\nSummary: x.", gradual, EN_HUINENG)
     assert duel.speaks_for("Speech: As Huineng, I think gradual practice wins.\nSummary: x.", gradual, EN_HUINENG)
