@@ -14,6 +14,7 @@ from django.conf import settings  # noqa: E402
 
 from agora.body_limit import BodyLimitMiddleware, install_in_daphne  # noqa: E402
 from agora.page_threads import shared  # noqa: E402
+from agora.plain_frame_logs import install as plain_frame_logs  # noqa: E402
 from agora.ws_auth import DeferredAuthMiddlewareStack  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.mcp.http import WithMcp  # noqa: E402
@@ -41,3 +42,5 @@ application = ServerLoopMiddleware(
 install_in_daphne()
 # Under daphne, resume debates a crash interrupted as soon as the server loop runs.
 attach_to_daphne()
+# Under daphne, autobahn's per-frame debug-log arguments built without colour codes (agora/plain_frame_logs.py).
+plain_frame_logs()
