@@ -106,7 +106,12 @@ def choose_pair(
     ranked = sorted(debaters, key=lambda p: (-keyword_score(p, question), p.slug))
     if not ranked or keyword_score(ranked[0], question) == 0:
         raise DebateAborted(
-            text(gettext_noop("No pairing rule or persona keyword matches this question: choose two personas.")),
+            text(
+                gettext_noop(
+                    "No pairing rule or persona keyword matches this question: choose two personas, or put "
+                    "a question outside the library's traditions to a panel or a moderated debate."
+                )
+            ),
             outcome="refused",
         )
     first = ranked[0]

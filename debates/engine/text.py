@@ -112,12 +112,30 @@ _INTERJECTION = re.compile(
 )
 
 
+# A sentence that only announces the speech ("So, let's dive into the question of whether…",
+# "让我们来探讨一下这个问题。"): the bundled model's English moderated speeches opened with one, and
+# it names the question's words, so it won the summary. One that goes on past a colon or a dash
+# ("Let's look at the numbers: …") says something.
+_ANNOUNCEMENT = re.compile(
+    r"^\W*(?:(?:so|well|now|okay|alright|first|first of all|to begin|to start)\W+)?"
+    r"(?:(?:let'?s|let us|let me|i'?d like to|i would like to|i will|i'?ll|i want to|we will|we'?ll"
+    r"|today,? we(?:'?ll| will)?)"
+    r"\s+(?:(?:briefly|now|first|quickly)\s+)?(?:dive|delve|jump|get|start|begin|discuss|explore|talk|look|consider|"
+    r"examine|turn|address|break|unpack|weigh|think)\b[^:：;；—]*$"
+    r"|(?:那么|好|首先)?[，,]?(?:让我们|我们来|下面我们|今天我们|我来|我想)(?:一起)?(?:来)?"
+    r"(?:探讨|讨论|谈谈|分析|看看|聊聊|说说)[^：:；;]*$)",
+    re.IGNORECASE,
+)
+
+
 def _substantial(sentence: str) -> bool:
-    """More than an interjection or a courtesy: three words or more, or six Chinese characters."""
+    """More than an interjection, a courtesy or an announcement of the speech: three words or
+    more, or six Chinese characters."""
     sentence = sentence.strip()
     words, chinese = len(re.findall(r"[A-Za-z0-9]+", sentence)), len(CJK.findall(sentence))
     courtesy = (
         _GREETING.match(sentence)
+        or _ANNOUNCEMENT.match(sentence)
         or (_INTERJECTION.match(sentence) and words <= 4 and chinese <= 8)
         or (_THANKS.match(sentence) and words <= 12 and chinese <= 20)
     )

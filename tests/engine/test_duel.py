@@ -170,6 +170,14 @@ def test_pairing_refuses_when_nothing_fits(question, explicit, reason):
     assert caught.value.outcome == "refused" and reason in str(caught.value)
 
 
+def test_a_question_no_master_fits_is_pointed_at_the_formats_that_take_any_question():
+    """A person's everyday question put to the duel (its library: masters of Buddhist traditions)
+    is refused; the refusal says where such a question goes."""
+    with pytest.raises(DebateAborted) as caught:
+        choose_pair("Should we rewrite our monolith as microservices?", [], PAIRING_RULES, MASTERS)
+    assert "panel or a moderated debate" in str(caught.value)
+
+
 async def test_refused_pairing_makes_no_llm_call():
     run = await debate(duel_spec("今天晚饭吃什么比较好？"), duel_fake())
     assert run.outcome == "refused"

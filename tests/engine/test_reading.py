@@ -253,6 +253,17 @@ def test_a_summary_prefers_a_sentence_on_the_question_to_a_self_introduction():
     )
     zh = "各位好！我是慧能，来自岭南。依我看，念佛与参禅都要落在当下的心上。"
     assert summary_of(zh, 60, "念佛与参禅，哪条路更适合现代人修行？") == "依我看，念佛与参禅都要落在当下的心上。"
+    # nor one that only announces the speech, on the question's words as it is (the bundled model's
+    # English moderated speeches)
+    dive = (
+        "So, let's dive into the question of whether a first-time founder should raise venture money or "
+        "bootstrap. Bootstrapping keeps the founder honest about customers."
+    )
+    assert summary_of(dive, 160, question) == "Bootstrapping keeps the founder honest about customers."
+    zh_dive = "好，让我们来探讨一下念佛与参禅的问题。念佛不挑根器，最适合现代人。"
+    assert summary_of(zh_dive, 60, "念佛与参禅，哪条路更适合现代人修行？") == "念佛不挑根器，最适合现代人。"
+    numbers = "Let's look at the numbers: most venture-backed founders lose control. Bootstrap."
+    assert summary_of(numbers, 160, question) == "Let's look at the numbers: most venture-backed founders lose control."
     # nothing on the subject in the first sentences: the first that says something stands
     assert summary_of("Thank you. My name is Charlie Munger. I invert, always invert.", 80, question) == (
         "My name is Charlie Munger."
