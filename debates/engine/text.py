@@ -319,7 +319,9 @@ def answers_yes_no(line: str, question: str) -> bool:
     if len(asked) >= 2 and asked[0] in _AUXILIARIES:
         said = _WORD.findall(line.lower())
         subject, verb = asked[1], asked[0]
-        return any(a == subject and b.startswith(verb) for a, b in pairwise(said))
+        at = next((i for i, (a, b) in enumerate(pairwise(said)) if a == subject and b.startswith(verb)), None)
+        # "…whether we should rewrite…" asks it again, indirectly
+        return at is not None and not {"whether", "if"} & set(said[:at])
     if CJK.search(question) and _ZH_ASKING.search(question.strip()):
         return not _ZH_ASKING.search(line.strip())
     return False

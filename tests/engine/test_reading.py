@@ -93,6 +93,7 @@ def test_a_first_line_that_answers_a_yes_no_question_in_its_words_is_the_answer_
     assert not restates("Enlightenment is sudden.", "Is enlightenment sudden?")
     assert restates("Should we rewrite our monolith as microservices", asked)  # no mark, still asked
     assert restates("So: should we rewrite our monolith as microservices?", asked)
+    assert restates("Whether we should rewrite our monolith as microservices.", asked)  # asked indirectly
     zh = "我们公司要不要取消年终绩效考核？"
     assert not restates("我们公司要取消年终绩效考核。", zh)
     assert restates("我们公司要不要取消年终绩效考核", zh)
