@@ -257,8 +257,33 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
         asked = _question_words(question)
         on_it = [c for c in substantial[:3] if _on_the_question(c, asked)]
         summary = next(iter(on_it or substantial or candidates), "") or summary or text.strip()
+        summary = _without_self_introduction(summary)
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
+
+
+# "As an Apple co-founder known for product taste, radical simplicity, and end-to-end control, I
+# firmly believe that…": the persona's own description, copied from its prompt before the claim
+# (the bundled model's English moderated Jobs). The claim is the summary; the page names the speaker.
+_SELF_INTRODUCTION = re.compile(
+    r"^(?:As|Being)\b.{1,160}?,\s+(I\s+(?:(?:firmly|strongly|truly|still)\s+)?"
+    r"(?:believe|think|hold|argue|maintain|recommend|advise|say|would|am convinced)\b.+)$"
+    r"|^作为[^。！？]{1,60}?[，,]\s*(我(?:坚持|始终)?(?:认为|主张|相信|建议|觉得|以为).+)$",
+    re.DOTALL,
+)
+
+
+def _without_self_introduction(sentence: str) -> str:
+    """The claim after a long self-description; a lead that only names the speaker ("As Steve
+    Jobs, I believe…") is short and says who holds the claim: kept."""
+    sentence = sentence.strip()
+    found = _SELF_INTRODUCTION.match(sentence)
+    if not found:
+        return sentence
+    claim = found.group(1) or found.group(2)
+    lead = sentence[: len(sentence) - len(claim)]
+    long = len(re.findall(r"[A-Za-z]+", lead)) >= 6 or len(CJK.findall(lead)) >= 12
+    return claim if long else sentence
 
 
 def without_own_name(text: str, names) -> str:
@@ -280,6 +305,14 @@ def without_own_name(text: str, names) -> str:
         rf"|{own_heading}\s*"  # or as a heading of its own
     )
     found = label.match(text, start)
+    if not found:  # also behind an opening interjection ("Certainly! Steve Jobs: As an Apple…")
+        lead = _INTERJECTION.match(text[start:])
+        after = (
+            start + lead.end() + len(re.match(r"\s*[,!.，！。]?\s*", text[start + lead.end() :]).group()) if lead else 0
+        )
+        found = label.match(text, after) if lead else None
+        if found and text[found.end() :].strip():
+            return text[:after] + text[found.end() :]
     return text[:start] + text[found.end() :] if found and text[found.end() :].strip() else text
 
 

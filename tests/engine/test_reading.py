@@ -113,6 +113,13 @@ def test_a_speakers_own_name_as_a_label_goes_and_a_name_in_a_sentence_stays():
     assert without_own_name("## Charlie Munger\n\nInvert, always invert.", names) == "Invert, always invert."
     assert without_own_name("### Opening\n## 查理·芒格\n反过来想。", names) == "### Opening\n反过来想。"
     assert without_own_name("## Charlie Munger's view\nInvert.", names) == "## Charlie Munger's view\nInvert."
+    # behind an opening interjection (the bundled model's English Jobs, debate 48: "Certainly! Steve Jobs: As…")
+    jobs = ("Steve Jobs", "史蒂夫·乔布斯")
+    assert (
+        without_own_name("Certainly! Steve Jobs: As a founder, I build.", jobs) == "Certainly! As a founder, I build."
+    )
+    assert without_own_name("当然！史蒂夫·乔布斯：先做产品。", jobs) == "当然！先做产品。"
+    assert without_own_name("Certainly! Steve Jobs once said so.", jobs) == "Certainly! Steve Jobs once said so."
     for kept in ("Charlie Munger once said: invert.", "Charlie Munger:", "Steve Jobs: Hi.", "反过来想。"):
         assert without_own_name(kept, names) == kept
     # after a heading it opened with (the round's name), the heading kept
@@ -265,6 +272,17 @@ def test_a_summary_prefers_a_sentence_on_the_question_to_a_self_introduction():
     assert summary_of(zh_dive, 60, "念佛与参禅，哪条路更适合现代人修行？") == "念佛不挑根器，最适合现代人。"
     numbers = "Let's look at the numbers: most venture-backed founders lose control. Bootstrap."
     assert summary_of(numbers, 160, question) == "Let's look at the numbers: most venture-backed founders lose control."
+    # a long self-description before the claim is the persona's prompt copied: the claim is the
+    # summary (the bundled model's English Jobs, debate 48); a lead of only the name stays
+    jobs_48 = (
+        "Certainly! As an Apple co-founder known for product taste, radical simplicity, and end-to-end control, "
+        "I firmly believe that a first-time founder should bootstrap. Here’s why:\n1. **Risk Assessment**: Starting"
+    )
+    assert summary_of(jobs_48, 100, question) == "I firmly believe that a first-time founder should bootstrap."
+    munger = "作为一位以逆向思维和多元思维模型著称的投资人，我认为应该先自筹资金。其次是控制。"
+    assert summary_of(munger, 60, "小公司应该先融资吗？") == "我认为应该先自筹资金。"
+    named = "作为查理·芒格，我认为应该先自筹资金。"
+    assert summary_of(named, 60, "小公司应该先融资吗？") == named
     # nothing on the subject in the first sentences: the first that says something stands
     assert summary_of("Thank you. My name is Charlie Munger. I invert, always invert.", 80, question) == (
         "My name is Charlie Munger."
