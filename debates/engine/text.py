@@ -273,10 +273,23 @@ _SELF_INTRODUCTION = re.compile(
 )
 
 
+# The wrapper the moderated seed forbids ("作为乔布斯，我会说：…"; the bundled model's "As Steve Jobs,
+# I would say: We should hire senior engineers."): the summary is what it says.
+_WOULD_SAY = re.compile(
+    r"^(?:As\b[^,]{1,160},\s*)?I(?:'d|\s+would|\s+will)?\s+say\s*[:,]\s*(\S.*)$"
+    r"|^(?:作为[^，,。]{1,30}[，,]\s*)?我(?:会|想|要)说[：:，,]\s*(\S.*)$",
+    re.DOTALL | re.IGNORECASE,
+)
+
+
 def _without_self_introduction(sentence: str) -> str:
     """The claim after a long self-description; a lead that only names the speaker ("As Steve
-    Jobs, I believe…") is short and says who holds the claim: kept."""
+    Jobs, I believe…") is short and says who holds the claim: kept, unless it only wraps the
+    claim ("As Steve Jobs, I would say: …")."""
     sentence = sentence.strip()
+    if said := _WOULD_SAY.match(sentence):
+        claim = said.group(1) or said.group(2)
+        return claim[:1].upper() + claim[1:]
     found = _SELF_INTRODUCTION.match(sentence)
     if not found:
         return sentence

@@ -281,6 +281,12 @@ def test_a_summary_prefers_a_sentence_on_the_question_to_a_self_introduction():
     assert summary_of(jobs_48, 100, question) == "I firmly believe that a first-time founder should bootstrap."
     munger = "作为一位以逆向思维和多元思维模型著称的投资人，我认为应该先自筹资金。其次是控制。"
     assert summary_of(munger, 60, "小公司应该先融资吗？") == "我认为应该先自筹资金。"
+    # nor a wrapper of the speaker's name round the claim (debate 49), which the moderated seed forbids
+    jobs_49 = "As Steve Jobs, I would say: We should hire senior engineers. Senior engineers are more experienced."
+    assert summary_of(jobs_49, 100, "Should our startup hire senior engineers or train juniors?") == (
+        "We should hire senior engineers."
+    )
+    assert summary_of("作为乔布斯，我会说：先招资深工程师。其次是培养。", 60) == "先招资深工程师。"
     named = "作为查理·芒格，我认为应该先自筹资金。"
     assert summary_of(named, 60, "小公司应该先融资吗？") == named
     # nothing on the subject in the first sentences: the first that says something stands
