@@ -218,10 +218,11 @@ def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
 # A side's word right after one of these is denied, not argued: "enlightenment is sudden, not
 # gradual" names the gradual side only to refuse it (the bundled model's Huineng, sent back for it).
 # Also a few words after it in the same clause, none of them turning it ("does not require gradual
-# progression", the bundled model's Huineng again; "not sudden but gradual" affirms gradual).
+# progression", the bundled model's Huineng again; "not sudden but gradual" and "no doubt that
+# gradual…" affirm gradual).
 _DENIED = (
     r"(?:(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|n't)"
-    r"(?:\s+(?!(?:but|yet|rather|instead)\b)[\w-]+){0,3}"
+    r"(?:\s+(?!(?:but|yet|rather|instead|doubt|question|only|just|less|matter)\b)[\w-]+){0,3}"
     r"|不是|非|不|(?:不需要|不必|无需|无须|不用|不靠)[^，。；！？,.;!?\s]{0,2})\s*$"  # 非: also 并非, 而非
 )
 
