@@ -218,8 +218,8 @@ def speaks_for(text: str, side: PersonaSpec, speaker: PersonaSpec) -> bool:
 # A side's word right after one of these is denied, not argued: "enlightenment is sudden, not
 # gradual" names the gradual side only to refuse it (the bundled model's Huineng, sent back for it).
 # Also a few words after it in the same clause, none of them turning it ("does not require gradual
-# progression", the bundled model's Huineng again; "not sudden but gradual" and "no doubt that
-# gradual…" affirm gradual).
+# progression", the bundled model's Huineng again; "not sudden but gradual" and "no doubt
+# gradual" affirm gradual).
 _DENIED = (
     r"(?:(?:\bnot|\bnever|\brather than|\binstead of|\bno|\bwithout|n't)"
     r"(?:\s+(?!(?:but|yet|rather|instead|doubt|question|only|just|less|matter)\b)[\w-]+){0,3}"

@@ -182,8 +182,8 @@ def test_a_side_named_only_to_be_denied_is_not_argued():
     assert not duel.speaks_for(summary + "immediate; it doesn't need any gradual steps.", gradual, EN_HUINENG)
     assert duel.speaks_for(summary + "not sudden but gradual.", gradual, EN_HUINENG)
     assert duel.speaks_for(summary + "not a leap: it is gradual.", gradual, EN_HUINENG)
-    assert duel.speaks_for(summary + "there is no doubt that it is gradual.", gradual, EN_HUINENG)
-    assert duel.speaks_for(summary + "not only gradual.", gradual, EN_HUINENG)
+    assert duel.speaks_for(summary + "no doubt gradual.", gradual, EN_HUINENG)
+    assert duel.speaks_for(summary + "without question gradual.", gradual, EN_HUINENG)
     assert not duel.speaks_for(
         "正文：作为慧能大师。\n小结：依慧能大师之见，不需要次第。", replace(YINGUANG, keywords=("次第",)), HUINENG
     )
