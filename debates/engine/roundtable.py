@@ -15,7 +15,7 @@ from debates.engine import events as ev
 from debates.engine import research
 from debates.engine.context import DebateContext
 from debates.engine.format import Format, Mode, Seating, Sizing, Suggestion
-from debates.engine.i18n import Text, gettext_noop, language_of, say, text, verbatim
+from debates.engine.i18n import CJK, Text, gettext_noop, language_of, say, text, verbatim
 from debates.engine.moderated import keyword_hits
 from debates.engine.options import option
 from debates.engine.plans import host_plan, plan
@@ -936,6 +936,21 @@ def split_sections(text: str) -> dict[str, str]:
     return {k: v.strip() for k, v in found.items()}
 
 
+def one_voice(consensus: str, theses: dict[PersonaSpec, str]) -> PersonaSpec | None:
+    """The one role whose R1 thesis the consensus copies word for word (its first 24 characters,
+    32 in a Latin script, after `normalise`), where no other role's is copied: the seed's consensus is
+    what every role holds with high confidence, and the bundled model wrote "所有角色都同意，" before
+    the optimist's thesis as it stood. A paraphrase is not caught."""
+    said = normalise(consensus)
+    copied = []
+    for role, thesis in theses.items():
+        words = normalise(thesis)
+        length = 24 if CJK.search(words) else 32
+        if len(words) >= length and words[:length] in said:
+            copied.append(role)
+    return copied[0] if len(copied) == 1 and len(theses) > 1 else None
+
+
 SYNTHESIS_FORM = {
     "zh": "四节，标题依次为：\n## 共识（所有角色都同意、置信度高的结论）\n## 分歧（各方立场 + 理由 + 置信度）\n"
     "## 行动指南（具体、可执行、按优先级编号）\n## 风险提示（魔鬼代言人未解决的反对意见）",
@@ -994,6 +1009,16 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
         form += VETO_ANSWER_FORM[lang]
     result = await ctx.turn(_host_plan(ctx, st, "host:synthesis", task, material, form))
     sections = split_sections(result.text)
+    theses = {r: st.speeches[(r.slug, 1)].data.get("thesis", "") for r in st.roles if (r.slug, 1) in st.speeches}
+    if (voice := one_voice(sections.get("consensus", ""), theses)) and not result.replayed:
+        await ctx.warn(
+            "consensus_one_voice",
+            gettext_noop(
+                "The synthesis's consensus copies %(speaker)s's thesis word for word; the other roles did not "
+                "state it: read it as one role's view."
+            ),
+            speaker=voice,
+        )
     if st.veto:
         await _answer_veto(ctx, st, report, sections)
     t = ctx.translate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from debates.engine import events as ev
-from debates.engine.roundtable import recommend_roles, split_sections, suitability, without_arguments
+from debates.engine.roundtable import one_voice, recommend_roles, split_sections, suitability, without_arguments
 from debates.engine.spec import CompletedTurn
 from testkit.fake_llm import FakeLLM
 
@@ -301,6 +301,41 @@ async def test_the_synthesis_headings_lose_the_hints_copied_from_the_format():
     assert text.startswith("## 共识\n- 先试点。\n## 分歧\n- 乐观者主张铺开（置信度高）。\n## 行动指南\n1.")
     assert "## 风险提示（两周内）" in text  # a hint the format did not give is the host's own
     assert run.data["action_guide"] == "1. 建立评测集。"
+
+
+# The bundled model's quick roundtable on 我们公司要不要取消年终绩效考核？ (2026-12-05): the optimist's
+# thesis, and the host's consensus that copied it as every role's.
+OPTIMIST_THESIS = "取消年终绩效考核可能会降低员工的积极性和创新动力，从而影响公司的增长和竞争力。"
+ONE_VOICE = (
+    f"## 共识\n所有角色都同意，{OPTIMIST_THESIS}\n## 分歧\n- 魔鬼代言人反对。\n"
+    "## 行动指南\n1. 建立评测集。\n## 风险提示\n- 知识库过期导致答错。"
+)
+
+
+async def test_a_consensus_that_copies_one_roles_thesis_is_flagged_as_one_voice():
+    r1 = f"核心论点：{OPTIMIST_THESIS}\n论据：\n1. 成本可控。\n2. 可以量化效果。\n置信度：中\n小结：要谨慎。"
+    fake = table_fake(STANDARD, speeches={("optimist", "r1"): r1}, synthesis=ONE_VOICE)
+    run = await debate(table_spec(no_interrupt=True), fake)
+
+    assert run.outcome == "done"
+    [warning] = [w for w in run.sink.of(ev.Warning) if w.code == "consensus_one_voice"]
+    assert NAME["optimist"] in str(warning.text) and "word for word" in str(warning.text)
+    # a consensus in the host's own words, or one that two roles' theses share, is not flagged
+    for synthesis, speeches in (
+        (SYNTHESIS, {("optimist", "r1"): r1}),
+        (ONE_VOICE, {("optimist", "r1"): r1, ("devil-advocate", "r1"): r1}),
+    ):
+        run = await debate(table_spec(no_interrupt=True), table_fake(STANDARD, speeches=speeches, synthesis=synthesis))
+        assert "consensus_one_voice" not in run.warning_codes
+
+
+def test_one_voice_needs_a_word_for_word_copy():
+    roles = [OPTIMIST, DEVIL]
+    thesis = "A four-day work week should be adopted because it raises output per hour."
+    theses = dict(zip(roles, [thesis, "A four-day work week should be avoided: fatigue and rework."], strict=True))
+    assert one_voice(f"All roles agree that {thesis.lower()}", theses) == OPTIMIST
+    assert one_voice("All roles agree that a four-day week should be adopted.", theses) is None  # paraphrased
+    assert one_voice(f"All agree: {thesis}", {OPTIMIST: thesis}) is None  # one role: nothing to set it against
 
 
 # The bundled model's optimist (我们团队要不要实行四天工作制？): its confidence in the arguments' place.
