@@ -104,12 +104,9 @@ _THANKS = re.compile(
     r"delighted) to be here|很高兴(?:来到|在)这里)",
     re.IGNORECASE,
 )  # … and being glad to be there ("It's great to be here today.")
+_INTERJECTION_WORDS = "absolutely|certainly|sure|of course|great|okay|ok|well|indeed|yes|alright|right|当然|好的|没问题"
 # An interjection with no more than a name after it ("Absolutely, Charlie Munger.").
-_INTERJECTION = re.compile(
-    r"^\W*(?:absolutely|certainly|sure|of course|great|okay|ok|well|indeed|yes|alright|right|当然|好的|没问题)"
-    r"(?=\s*[,!.，！。]|\s*$)",
-    re.IGNORECASE,
-)
+_INTERJECTION = re.compile(rf"^\W*(?:{_INTERJECTION_WORDS})(?=\s*[,!.，！。]|\s*$)", re.IGNORECASE)
 
 
 # A sentence that only announces the speech ("So, let's dive into the question of whether…",
@@ -267,7 +264,7 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
 # (the bundled model's English moderated Jobs). The claim is the summary; the page names the speaker.
 _SELF_INTRODUCTION = re.compile(
     r"^(?:As|Being)\b.{1,160}?,\s+(I\s+(?:(?:firmly|strongly|truly|still)\s+)?"
-    r"(?:believe|think|hold|argue|maintain|recommend|advise|say|would|am convinced)\b.+)$"
+    r"(?:believe|think|hold|argue|maintain|recommend|advise|would|am convinced)\b.+)$"
     r"|^作为[^。！？]{1,60}?[，,]\s*(我(?:坚持|始终)?(?:认为|主张|相信|建议|觉得|以为).+)$",
     re.DOTALL,
 )
@@ -293,10 +290,9 @@ def _without_self_introduction(sentence: str) -> str:
     found = _SELF_INTRODUCTION.match(sentence)
     if not found:
         return sentence
-    claim = found.group(1) or found.group(2)
-    lead = sentence[: len(sentence) - len(claim)]
+    lead = sentence[: found.start(1 if found.group(1) else 2)]
     long = len(re.findall(r"[A-Za-z]+", lead)) >= 6 or len(CJK.findall(lead)) >= 12
-    return claim if long else sentence
+    return sentence[len(lead) :] if long else sentence
 
 
 def without_own_name(text: str, names) -> str:
@@ -317,15 +313,13 @@ def without_own_name(text: str, names) -> str:
         rf"|[ \t]*\*\*\s*(?:{alternatives})\s*\*\*[ \t]*\n\s*"  # the name alone in bold on its line ("**Steve Jobs**")
         rf"|{own_heading}\s*"  # or as a heading of its own
     )
-    found = label.match(text, start)
-    if not found:  # also behind an opening interjection ("Certainly! Steve Jobs: As an Apple…")
-        lead = _INTERJECTION.match(text[start:])
-        after = (
-            start + lead.end() + len(re.match(r"\s*[,!.，！。]?\s*", text[start + lead.end() :]).group()) if lead else 0
-        )
-        found = label.match(text, after) if lead else None
-        if found and text[found.end() :].strip():
-            return text[:after] + text[found.end() :]
+    # Also behind an opening interjection, which stays ("Certainly! Steve Jobs: As an Apple…").
+    interjection = re.compile(rf"[ \t]*(?:{_INTERJECTION_WORDS})[ \t]*[,!.，！。][ \t]*", re.IGNORECASE)
+    kept = interjection.match(text, start)
+    if kept and (behind := label.match(text, kept.end())):
+        start, found = kept.end(), behind
+    else:
+        found = label.match(text, start)
     return text[:start] + text[found.end() :] if found and text[found.end() :].strip() else text
 
 
