@@ -976,9 +976,10 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
         said = st.speeches[(role.slug, 1)].data.get("confidence", "")
         return CONFIDENCE_ZH.get(said, said) if lang == "zh" else said
 
+    theses = {r: st.speeches[(r.slug, 1)].data.get("thesis", "") for r in st.roles}
     r1 = table(
         say(lang, ["角色", "核心论点", "置信度"], ["Role", "Thesis", "Confidence"]),
-        [[r.called(lang), st.speeches[(r.slug, 1)].data.get("thesis", ""), confidence(r)] for r in st.roles],
+        [[r.called(lang), thesis, confidence(r)] for r, thesis in theses.items()],
     )
     await ctx.phase(0, "synthesis", gettext_noop("Synthesis"))
     task = say(
@@ -1009,7 +1010,6 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
         form += VETO_ANSWER_FORM[lang]
     result = await ctx.turn(_host_plan(ctx, st, "host:synthesis", task, material, form))
     sections = split_sections(result.text)
-    theses = {r: st.speeches[(r.slug, 1)].data.get("thesis", "") for r in st.roles if (r.slug, 1) in st.speeches}
     if (voice := one_voice(sections.get("consensus", ""), theses)) and not result.replayed:
         await ctx.warn(
             "consensus_one_voice",
