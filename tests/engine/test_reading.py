@@ -261,35 +261,67 @@ def test_a_summary_prefers_a_sentence_on_the_question_to_a_self_introduction():
     )
     zh = "各位好！我是慧能，来自岭南。依我看，念佛与参禅都要落在当下的心上。"
     assert summary_of(zh, 60, "念佛与参禅，哪条路更适合现代人修行？") == "依我看，念佛与参禅都要落在当下的心上。"
-    # nor one that only announces the speech, on the question's words as it is (the bundled model's
-    # English moderated speeches)
-    dive = (
-        "So, let's dive into the question of whether a first-time founder should raise venture money or "
-        "bootstrap. Bootstrapping keeps the founder honest about customers."
-    )
-    assert summary_of(dive, 160, question) == "Bootstrapping keeps the founder honest about customers."
-    zh_dive = "好，让我们来探讨一下念佛与参禅的问题。念佛不挑根器，最适合现代人。"
-    assert summary_of(zh_dive, 60, "念佛与参禅，哪条路更适合现代人修行？") == "念佛不挑根器，最适合现代人。"
-    numbers = "Let's look at the numbers: most venture-backed founders lose control. Bootstrap."
-    assert summary_of(numbers, 160, question) == "Let's look at the numbers: most venture-backed founders lose control."
-    # a long self-description before the claim is the persona's prompt copied: the claim is the
-    # summary (the bundled model's English Jobs, debate 48); a lead of only the name stays
-    jobs_48 = (
-        "Certainly! As an Apple co-founder known for product taste, radical simplicity, and end-to-end control, "
-        "I firmly believe that a first-time founder should bootstrap. Here’s why:\n1. **Risk Assessment**: Starting"
-    )
-    assert summary_of(jobs_48, 100, question) == "I firmly believe that a first-time founder should bootstrap."
-    munger = "作为一位以逆向思维和多元思维模型著称的投资人，我认为应该先自筹资金。其次是控制。"
-    assert summary_of(munger, 60, "小公司应该先融资吗？") == "我认为应该先自筹资金。"
-    # nor a wrapper of the speaker's name round the claim (debate 49), which the moderated seed forbids
-    jobs_49 = "As Steve Jobs, I would say: We should hire senior engineers. Senior engineers are more experienced."
-    assert summary_of(jobs_49, 100, "Should our startup hire senior engineers or train juniors?") == (
-        "We should hire senior engineers."
-    )
-    assert summary_of("作为乔布斯，我会说：先招资深工程师。其次是培养。", 60) == "先招资深工程师。"
-    named = "作为查理·芒格，我认为应该先自筹资金。"
-    assert summary_of(named, 60, "小公司应该先融资吗？") == named
     # nothing on the subject in the first sentences: the first that says something stands
     assert summary_of("Thank you. My name is Charlie Munger. I invert, always invert.", 80, question) == (
         "My name is Charlie Munger."
     )
+
+
+FOUNDER = "Should a first-time founder raise venture money or bootstrap?"
+SENIORS = "Should our startup hire senior engineers or train juniors?"
+ZH_PRACTICE = "念佛与参禅，哪条路更适合现代人修行？"
+ZH_MONEY = "小公司应该先融资吗？"
+
+
+@pytest.mark.parametrize(
+    ("speech", "limit", "question", "summary"),
+    [
+        # a sentence that only announces the speech, on the question's words as it is (the bundled
+        # model's English moderated speeches); one that goes on past a colon says something
+        (
+            "So, let's dive into the question of whether a first-time founder should raise venture money or "
+            "bootstrap. Bootstrapping keeps the founder honest about customers.",
+            160,
+            FOUNDER,
+            "Bootstrapping keeps the founder honest about customers.",
+        ),
+        (
+            "好，让我们来探讨一下念佛与参禅的问题。念佛不挑根器，最适合现代人。",
+            60,
+            ZH_PRACTICE,
+            "念佛不挑根器，最适合现代人。",
+        ),
+        (
+            "Let's look at the numbers: most venture-backed founders lose control. Bootstrap.",
+            160,
+            FOUNDER,
+            "Let's look at the numbers: most venture-backed founders lose control.",
+        ),
+        # a long self-description before the claim is the persona's prompt copied (debate 48)
+        (
+            "Certainly! As an Apple co-founder known for product taste, radical simplicity, and end-to-end "
+            "control, I firmly believe that a first-time founder should bootstrap. Here’s why:\n1. **Risk",
+            100,
+            FOUNDER,
+            "I firmly believe that a first-time founder should bootstrap.",
+        ),
+        (
+            "作为一位以逆向思维和多元思维模型著称的投资人，我认为应该先自筹资金。其次是控制。",
+            60,
+            ZH_MONEY,
+            "我认为应该先自筹资金。",
+        ),
+        # the wrapper of the speaker's name round the claim, which the moderated seed forbids (debate 49)
+        (
+            "As Steve Jobs, I would say: We should hire senior engineers. Senior engineers are more experienced.",
+            100,
+            SENIORS,
+            "We should hire senior engineers.",
+        ),
+        ("作为乔布斯，我会说：先招资深工程师。其次是培养。", 60, "", "先招资深工程师。"),
+        # a lead of only the name says who holds the claim: kept
+        ("作为查理·芒格，我认为应该先自筹资金。", 60, ZH_MONEY, "作为查理·芒格，我认为应该先自筹资金。"),
+    ],
+)
+def test_a_summary_is_the_claim_not_its_announcement_or_wrapper(speech, limit, question, summary):
+    assert summary_of(speech, limit, question) == summary
