@@ -111,16 +111,17 @@ _INTERJECTION = re.compile(rf"^\W*(?:{_INTERJECTION_WORDS})(?=\s*[,!.，！。]|
 
 # A sentence that only announces the speech ("So, let's dive into the question of whether…",
 # "让我们来探讨一下这个问题。"): the bundled model's English moderated speeches opened with one, and
-# it names the question's words, so it won the summary. One that goes on past a colon or a dash
-# ("Let's look at the numbers: …") says something.
+# it names the question's words, so it won the summary. Only one whose object is the question
+# itself: "Let me start by acknowledging that the question is about value" makes a claim, and one
+# that goes on past a colon ("Let's look at the numbers: …") says something.
 _ANNOUNCEMENT = re.compile(
     r"^\W*(?:(?:so|well|now|okay|alright|first|first of all|to begin|to start)\W+)?"
-    r"(?:(?:let'?s|let us|let me|i'?d like to|i would like to|i will|i'?ll|i want to|we will|we'?ll"
+    r"(?:let'?s|let us|let me|i'?d like to|i would like to|i will|i'?ll|i want to|we will|we'?ll"
     r"|today,? we(?:'?ll| will)?)"
-    r"\s+(?:(?:briefly|now|first|quickly)\s+)?(?:dive|delve|jump|get|start|begin|discuss|explore|talk|look|consider|"
-    r"examine|turn|address|break|unpack|weigh|think)\b[^:：;；—]*$"
-    r"|(?:那么|好|首先)?[，,]?(?:让我们|我们来|下面我们|今天我们|我来|我想)(?:一起)?(?:来)?"
-    r"(?:探讨|讨论|谈谈|分析|看看|聊聊|说说)[^：:；;]*$)",
+    r"\s+(?:(?:briefly|now|first|quickly)\s+)?(?:dive|delve|jump|discuss|explore|talk|look|consider|examine|address|unpack)"
+    r"(?:\s+(?:into|about|at|through))?\s+(?:the|this|today'?s)\s+(?:question|topic|issue|debate|matter)\b[^:：;；—]*$"
+    r"|^\W*(?:那么|好|首先)?[，,]?(?:让我们|我们来|下面我们|今天我们|我来|我想)(?:一起)?(?:来)?"
+    r"(?:探讨|讨论|谈谈|分析|看看|聊聊|说说)[^：:；;]*(?:问题|话题|议题)\W*$",
     re.IGNORECASE,
 )
 

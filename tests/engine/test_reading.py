@@ -297,6 +297,14 @@ ZH_MONEY = "小公司应该先融资吗？"
             FOUNDER,
             "Let's look at the numbers: most venture-backed founders lose control.",
         ),
+        # one that starts like an announcement but makes a claim is a summary (debate 55's Jobs)
+        (
+            "Sure, Steve Jobs. Let me start by acknowledging that the question at hand is about the value our "
+            "startup offers. Our approach is to focus on",
+            120,
+            SENIORS,
+            "Let me start by acknowledging that the question at hand is about the value our startup offers.",
+        ),
         # a long self-description before the claim is the persona's prompt copied (debate 48)
         (
             "Certainly! As an Apple co-founder known for product taste, radical simplicity, and end-to-end "
