@@ -15,6 +15,7 @@ from django.conf import settings  # noqa: E402
 from agora.body_limit import BodyLimitMiddleware, install_in_daphne  # noqa: E402
 from agora.page_threads import shared  # noqa: E402
 from agora.plain_frame_logs import install as plain_frame_logs  # noqa: E402
+from agora.prompt_writes import install as prompt_writes  # noqa: E402
 from agora.ws_auth import DeferredAuthMiddlewareStack  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.mcp.http import WithMcp  # noqa: E402
@@ -44,3 +45,5 @@ install_in_daphne()
 attach_to_daphne()
 # Under daphne, autobahn's per-frame debug-log arguments built without colour codes (agora/plain_frame_logs.py).
 plain_frame_logs()
+# Under daphne, a frame goes to its socket at once when nothing is queued before it (agora/prompt_writes.py).
+prompt_writes()

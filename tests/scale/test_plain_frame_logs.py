@@ -64,15 +64,18 @@ def test_the_plain_helpers_say_what_autobahns_say_without_colour():
 
 
 def test_the_asgi_application_installs_them_under_daphne():
-    """As the web process loads it: daphne's server first, then the application."""
+    """As the web process loads it: daphne's server first, then the application. The other change
+    to daphne's frame path, prompt writes (agora/prompt_writes.py), is checked in the same process."""
     code = (
         "import daphne.server, agora.asgi\n"
         "from autobahn.websocket import protocol\n"
         "from autobahn.twisted import websocket\n"
+        "from twisted.internet import tcp\n"
         "from agora.plain_frame_logs import plain_type\n"
-        "print(protocol.hltype is plain_type, websocket.hltype is plain_type)\n"
+        "from agora.prompt_writes import prompt_write\n"
+        "print(protocol.hltype is plain_type, websocket.hltype is plain_type, tcp.Server.write is prompt_write)\n"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agora.settings"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "True"]
+    assert done.stdout.split() == ["True", "True", "True"]
