@@ -4,6 +4,7 @@ pointed at a fake OpenAI server. Killable with SIGKILL and restartable on the sa
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -127,6 +128,15 @@ class AgoraServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
+
+    def logged(self, pattern: str, timeout: float = 10) -> str:
+        """The log once the regular expression `pattern` is in it (else the log as it stands):
+        daphne writes a request's access line after the response's last byte, which the client
+        may have read first."""
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, log := self.log()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return log
 
 
 class ServedSet(AgoraServer):
