@@ -15,7 +15,7 @@ from testkit.chromium import CHROMIUM, CHROMIUM_ARGS
 from testkit.fake_openai import FakeOpenAIServer
 from testkit.servers import AgoraServer, prepare_database, require_or_skip  # noqa: F401 - re-exported
 
-# The bundled model runs on one llama.cpp thread here: the suite's two workers share two cores,
+# The bundled model runs on one llama.cpp thread here: the suite's workers share two cores,
 # and llama.cpp's threads spin at every step's barrier, so a thread on a core the other worker is
 # using stalls them all (the real-model duel: 51 s alone, 161 s in the suite; beside a one-core
 # load, 116 s with two threads and 78 s with one). `make run` keeps the default (every core).
