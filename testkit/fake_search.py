@@ -49,9 +49,11 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
+
+from testkit.loopback import LoopbackServer
 
 __all__ = ["FakeSearchServer", "FakePage", "RecordedRequest", "RecordedSearch", "terms"]
 
@@ -197,7 +199,7 @@ class FakeSearchServer:
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -330,9 +332,7 @@ class FakeSearchServer:
             return self._faults.pop(0) if self._faults else None
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(LoopbackServer):
     def __init__(self, address: tuple[str, int], handler: type, fake: FakeSearchServer) -> None:
         self.fake = fake
         super().__init__(address, handler)

@@ -30,9 +30,11 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from testkit.loopback import LoopbackServer
 
 HERE = Path(__file__).resolve().parent
 THINKING_MARKER = "scratchpad-7f3a"
@@ -165,17 +167,6 @@ class Exchange:
         return list(self.body.get("messages") or [])
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        """A client that hangs up (a retry, a cancelled turn) is not the server's failure."""
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
 class ReplayServer:
     """A family's documented stream on 127.0.0.1 (a free port), any path ending in
     /chat/completions; a background thread serves it. See the module docstring."""
@@ -246,7 +237,7 @@ class ReplayServer:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
-        self._httpd = _Server((host, port), Handler)
+        self._httpd = LoopbackServer((host, port), Handler)
         self._thread: threading.Thread | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import json
 import logging
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -22,6 +22,7 @@ from debates import runner
 from debates.forms import form_for
 from debates.models import Debate, Provider, SearchProvider
 from testkit.fake_openai import Fault
+from testkit.loopback import LoopbackServer
 from tests.security.conftest import PLAIN_A, PLAIN_B, english_client
 
 DEFAULT_KEY = "sk-canary-default-key-0123456789abcdef"
@@ -54,7 +55,7 @@ class Canary:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
 
     def answers(self, status: int, body, content_type: str = "application/json", **headers) -> None:
