@@ -236,11 +236,31 @@ OWN_SUMMARY_LABELS = ("小结", "本轮小结", "summary", "round summary")
 SUMMARY_LABELS = (*OWN_SUMMARY_LABELS, "摘要", "总结")
 
 
+# The note a speech cut at a limit ends on (moderated's CUT_MARK, a turn's CAPPED_MARK and
+# REPEATED_MARK): "……【超出字数，已由主持人截断】", " … [cut at the limit by the moderator]".
+_CUT_NOTE = re.compile(r"\s*(?:……【[^】\n]*】|…\s*\[[^\]\n]*\])\s*$")
+
+
+def _unfinished(summary: str) -> str:
+    """A summary that is the sentence a cut broke off: back to its last clause, or as it is, marked
+    with an ellipsis ("…the key to a product customers love…"), never the cut's note."""
+    summary = summary.rstrip(" ,，、;；:：—-")
+    if _ends_sentence(summary):
+        return summary
+    clauses = [m.start() for m in _CLAUSE_STOP.finditer(summary) if _says_something(summary[: m.start()])]
+    if clauses and clauses[-1] >= len(summary) * 0.3:
+        summary = summary[: clauses[-1]].rstrip()
+    return summary + ELLIPSIS
+
+
 def summary_of(text: str, limit: int, question: str = "") -> str:
     """The speaker's own summary line if it wrote one, else its first sentence; never over `limit`,
     and ending on a sentence (`whole_sentences`), never a bare list number.
     A "总结：" line elsewhere in the speech never replaces the asked-for "小结". A line that only
     says the question again (small models open with it) is passed over for the next one."""
+    # A speech cut at a limit: its note is not the speaker's words, and its last sentence is unfinished.
+    text, cut = _CUT_NOTE.sub("", text), bool(_CUT_NOTE.search(text))
+    tail = text.rstrip().rsplit("\n", 1)[-1]
     summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
     # missing, a copied "…", a bare "1.", the question again
     if not _says_something(summary) or restates(summary, question):
@@ -256,6 +276,8 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
         on_it = [c for c in substantial[:3] if _on_the_question(c, asked)]
         summary = next(iter(on_it or substantial or candidates), "") or summary or text.strip()
         summary = _without_self_introduction(summary)
+    if cut and summary and summary.strip() and tail.rstrip().endswith(summary.strip()):
+        summary = _unfinished(summary)
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from debates.engine.context import REPEATED_MARK
+from debates.engine.moderated import CUT_MARK
 from debates.engine.reading import fold_rewrites, replaced_key, shown_speech
 from debates.engine.text import summary_of, whole_sentences
+from debates.engine.turns import CAPPED_MARK
 from testkit.fake_llm import FakeLLM
 
 from .conftest import HUINENG, YINGUANG, debate, duel_spec, options
@@ -333,3 +336,33 @@ ZH_MONEY = "小公司应该先融资吗？"
 )
 def test_a_summary_is_the_claim_not_its_announcement_or_wrapper(speech, limit, question, summary):
     assert summary_of(speech, limit, question) == summary
+
+
+@pytest.mark.parametrize(
+    ("speech", "question", "summary"),
+    [
+        # the sentence the moderator's cap broke off is the only one on the question: its last clause,
+        # marked unfinished, never the moderator's note
+        (
+            "Certainly! Hiring senior engineers is the key to a product customers love, and we should invest in "
+            "custom" + CUT_MARK["en"],
+            SENIORS,
+            "Hiring senior engineers is the key to a product customers love…",
+        ),
+        (
+            "当然！招聘资深工程师是打造好产品的关键，我们应该投入定制" + CUT_MARK["zh"],
+            "",
+            "招聘资深工程师是打造好产品的关键…",
+        ),
+        ("We need custom" + CUT_MARK["en"], "", "We need custom…"),
+        # a reply cut at its ceiling or for repeating itself: its first, whole sentence, as ever
+        (
+            "Senior engineers pay for themselves. They also mentor the juniors and" + CAPPED_MARK["en"],
+            "",
+            "Senior engineers pay for themselves.",
+        ),
+        ("资深工程师值得这个价钱。他们还能带新人，并且" + REPEATED_MARK["zh"], "", "资深工程师值得这个价钱。"),
+    ],
+)
+def test_a_cut_speechs_summary_ends_where_its_words_do(speech, question, summary):
+    assert summary_of(speech, 80, question) == summary
