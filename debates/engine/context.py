@@ -28,9 +28,8 @@ from debates.engine.i18n import text as message_text
 from debates.engine.prompts import without_echoed_headings, without_heading_hints
 from debates.engine.repetition import Repetition, RepetitionGuard
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
-from debates.engine.text import summary_of, whole_sentences, without_own_name
+from debates.engine.text import CAPPED_MARK, REPEATED_MARK, summary_of, whole_sentences, without_own_name
 from debates.engine.turns import (
-    CAPPED_MARK,
     AwaitingHuman,
     CapReached,
     ClientPool,
@@ -54,8 +53,6 @@ from debates.providers.base import (
 if TYPE_CHECKING:
     from debates.search.base import SearchClient
 
-# The note a turn cut for repeating itself ends on, in the debate's language (as `CAPPED_MARK`).
-REPEATED_MARK = {"zh": "……【截断：模型在重复自己】", "en": " … [cut: the model repeated itself]"}
 # A reserved turn (a verdict) the cap has not room enough for is asked for a shorter reply, down
 # to this many tokens; below it, it does not start either.
 MIN_RESERVED_REPLY = 64

@@ -21,7 +21,16 @@ from debates.engine.options import option
 from debates.engine.plans import plan
 from debates.engine.report import ReportBuilder
 from debates.engine.spec import CommonOptions, LibrarySpec, PersonaSpec, SeatSpec
-from debates.engine.text import after_question, clip, cut_marked, first_sentence, normalise, restates, similarity
+from debates.engine.text import (
+    CUT_MARK,
+    after_question,
+    clip,
+    cut_marked,
+    first_sentence,
+    normalise,
+    restates,
+    similarity,
+)
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 from debates.providers.base import estimate_messages_tokens, estimate_tokens
 
@@ -34,8 +43,6 @@ DEFAULT_BUDGET = 60000
 MAX_CHARS_RANGE = (100, 4000)
 BUDGET_RANGE = (2000, 500000)
 CONTEXT_SPEECHES = 6
-# The mark a cut speech ends with, in the debate's language.
-CUT_MARK = {"zh": "……【超出字数，已由主持人截断】", "en": " … [cut at the limit by the moderator]"}
 VERDICT_FORM = "若被迫选，在所有发言的基础上最小损失的选项是"
 VERDICT_FORM_EN = "If forced to choose, the least-loss option on the basis of all speeches is"
 VERDICT_FORMS = {"zh": VERDICT_FORM, "en": VERDICT_FORM_EN}

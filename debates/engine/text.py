@@ -107,6 +107,8 @@ _THANKS = re.compile(
 _INTERJECTION_WORDS = "absolutely|certainly|sure|of course|great|okay|ok|well|indeed|yes|alright|right|当然|好的|没问题"
 # An interjection with no more than a name after it ("Absolutely, Charlie Munger.").
 _INTERJECTION = re.compile(rf"^\W*(?:{_INTERJECTION_WORDS})(?=\s*[,!.，！。]|\s*$)", re.IGNORECASE)
+# One with its punctuation, before the speech goes on ("Certainly! Steve Jobs: …").
+_INTERJECTION_LEAD = re.compile(rf"[ \t]*(?:{_INTERJECTION_WORDS})[ \t]*[,!.，！。][ \t]*", re.IGNORECASE)
 
 
 # A sentence that only announces the speech ("So, let's dive into the question of whether…",
@@ -236,21 +238,29 @@ OWN_SUMMARY_LABELS = ("小结", "本轮小结", "summary", "round summary")
 SUMMARY_LABELS = (*OWN_SUMMARY_LABELS, "摘要", "总结")
 
 
-# The note a speech cut at a limit ends on (moderated's CUT_MARK, a turn's CAPPED_MARK and
-# REPEATED_MARK): "……【超出字数，已由主持人截断】", " … [cut at the limit by the moderator]".
-_CUT_NOTE = re.compile(r"\s*(?:……【[^】\n]*】|…\s*\[[^\]\n]*\])\s*$")
+# The notes a speech cut at a limit ends on, in the debate's language. They are part of the stored
+# speech, which the later speakers read as well; a summary leaves them out (`_without_cut_note`).
+CUT_MARK = {"zh": "……【超出字数，已由主持人截断】", "en": " … [cut at the limit by the moderator]"}  # moderated
+CAPPED_MARK = {"zh": "……【回复超出上限，已截断】", "en": " … [reply cut at its ceiling]"}  # past its ceiling
+REPEATED_MARK = {"zh": "……【截断：模型在重复自己】", "en": " … [cut: the model repeated itself]"}  # repeating itself
+_CUT_NOTE = re.compile(
+    "(?:"
+    + "|".join(re.escape(m) for marks in (CUT_MARK, CAPPED_MARK, REPEATED_MARK) for m in marks.values())
+    + r")\s*$"
+)
 
 
-def _unfinished(summary: str) -> str:
-    """A summary that is the sentence a cut broke off: back to its last clause, or as it is, marked
-    with an ellipsis ("…the key to a product customers love…"), never the cut's note."""
-    summary = summary.rstrip(" ,，、;；:：—-")
-    if _ends_sentence(summary):
-        return summary
-    clauses = [m.start() for m in _CLAUSE_STOP.finditer(summary) if _says_something(summary[: m.start()])]
-    if clauses and clauses[-1] >= len(summary) * 0.3:
-        summary = summary[: clauses[-1]].rstrip()
-    return summary + ELLIPSIS
+def _without_cut_note(text: str) -> str:
+    """`text` without the note a cut ended it on, the words the cut broke off marked with an
+    ellipsis; a Latin word the cut may have split is dropped, as `whole_sentences` never ends inside
+    one ("…a diverse set of skills a" → "…a diverse set of skills…")."""
+    body = _CUT_NOTE.sub("", text).rstrip()
+    if body == text.rstrip() or _ends_sentence(body):
+        return body
+    space = body.rfind(" ")
+    if _LETTERS.match(body[-2:]) and space >= len(body) * 0.5:
+        body = body[:space].rstrip(" ,;:")
+    return body + ELLIPSIS
 
 
 def summary_of(text: str, limit: int, question: str = "") -> str:
@@ -258,9 +268,7 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
     and ending on a sentence (`whole_sentences`), never a bare list number.
     A "总结：" line elsewhere in the speech never replaces the asked-for "小结". A line that only
     says the question again (small models open with it) is passed over for the next one."""
-    # A speech cut at a limit: its note is not the speaker's words, and its last sentence is unfinished.
-    text, cut = _CUT_NOTE.sub("", text), bool(_CUT_NOTE.search(text))
-    tail = text.rstrip().rsplit("\n", 1)[-1]
+    text = _without_cut_note(text)
     summary = field_value(text, OWN_SUMMARY_LABELS) or field_value(text, SUMMARY_LABELS)
     # missing, a copied "…", a bare "1.", the question again
     if not _says_something(summary) or restates(summary, question):
@@ -276,8 +284,6 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
         on_it = [c for c in substantial[:3] if _on_the_question(c, asked)]
         summary = next(iter(on_it or substantial or candidates), "") or summary or text.strip()
         summary = _without_self_introduction(summary)
-    if cut and summary and summary.strip() and tail.rstrip().endswith(summary.strip()):
-        summary = _unfinished(summary)
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 
@@ -337,8 +343,7 @@ def without_own_name(text: str, names) -> str:
         rf"|{own_heading}\s*"  # or as a heading of its own
     )
     # Also behind an opening interjection, which stays ("Certainly! Steve Jobs: As an Apple…").
-    interjection = re.compile(rf"[ \t]*(?:{_INTERJECTION_WORDS})[ \t]*[,!.，！。][ \t]*", re.IGNORECASE)
-    kept = interjection.match(text, start)
+    kept = _INTERJECTION_LEAD.match(text, start)
     if kept and (behind := label.match(text, kept.end())):
         start, found = kept.end(), behind
     else:

@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 
 # (text) -> (text to keep, parsed data). Runs after streaming: may cut, must not raise.
 PostProcess = Callable[[str], tuple[str, dict[str, Any]]]
-# The note a reply cut at its ceiling ends on, in the debate's language (as moderated's CUT_MARK):
-# it is part of the stored speech, which the later speakers read as well.
-CAPPED_MARK = {"zh": "……【回复超出上限，已截断】", "en": " … [reply cut at its ceiling]"}
 
 
 def cut_slack(cut_at: int) -> int:

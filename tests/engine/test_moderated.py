@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 from debates.engine import events as ev
-from debates.engine.moderated import CUT_MARK, VERDICT_FORM, _framed_as, enforce_verdict_form, recommend, screen_seats
+from debates.engine.moderated import VERDICT_FORM, _framed_as, enforce_verdict_form, recommend, screen_seats
 from debates.engine.spec import SeatSpec
+from debates.engine.text import CUT_MARK
 from testkit.fake_llm import FakeLLM
 
 from .conftest import (

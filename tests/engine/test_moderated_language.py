@@ -11,8 +11,9 @@ import dataclasses
 import re
 
 from debates.engine import events as ev
-from debates.engine.moderated import CUT_MARK, VERDICT_FORM, VERDICT_FORM_EN, chosen_option, enforce_verdict_form
+from debates.engine.moderated import VERDICT_FORM, VERDICT_FORM_EN, chosen_option, enforce_verdict_form
 from debates.engine.spec import LibrarySpec, SeatSpec
+from debates.engine.text import CUT_MARK
 from debates.engine.turns import cut_slack
 from testkit.fake_openai import Reply
 

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from debates.engine.context import REPEATED_MARK
-from debates.engine.moderated import CUT_MARK
 from debates.engine.reading import fold_rewrites, replaced_key, shown_speech
-from debates.engine.text import summary_of, whole_sentences
-from debates.engine.turns import CAPPED_MARK
+from debates.engine.text import CAPPED_MARK, CUT_MARK, REPEATED_MARK, summary_of, whole_sentences
 from testkit.fake_llm import FakeLLM
 
 from .conftest import HUINENG, YINGUANG, debate, duel_spec, options
@@ -341,8 +338,8 @@ def test_a_summary_is_the_claim_not_its_announcement_or_wrapper(speech, limit, q
 @pytest.mark.parametrize(
     ("speech", "question", "summary"),
     [
-        # the sentence the moderator's cap broke off is the only one on the question: its last clause,
-        # marked unfinished, never the moderator's note
+        # the words the moderator's cap broke off, never its note: marked with an ellipsis, a Latin
+        # word the cut may have split dropped, and within the limit as any summary
         (
             "Certainly! Hiring senior engineers is the key to a product customers love, and we should invest in "
             "custom" + CUT_MARK["en"],
@@ -352,9 +349,13 @@ def test_a_summary_is_the_claim_not_its_announcement_or_wrapper(speech, limit, q
         (
             "当然！招聘资深工程师是打造好产品的关键，我们应该投入定制" + CUT_MARK["zh"],
             "",
-            "招聘资深工程师是打造好产品的关键…",
+            "招聘资深工程师是打造好产品的关键，我们应该投入定制…",
         ),
-        ("We need custom" + CUT_MARK["en"], "", "We need custom…"),
+        (
+            "Hire seniors: they ship from the first week and teach the engin" + CUT_MARK["en"],
+            "",
+            "Hire seniors: they ship from the first week and teach the…",
+        ),
         # a reply cut at its ceiling or for repeating itself: its first, whole sentence, as ever
         (
             "Senior engineers pay for themselves. They also mentor the juniors and" + CAPPED_MARK["en"],

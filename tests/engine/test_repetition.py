@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from debates.engine import events as ev
-from debates.engine.context import REPEATED_MARK
 from debates.engine.repetition import RepetitionGuard, find
+from debates.engine.text import REPEATED_MARK
 from testkit.fake_llm import default_reply
 from testkit.fake_openai import Reply
 

@@ -26,7 +26,7 @@ from agora.asgi import application
 from debates import runner, specs
 from debates.engine import events as ev
 from debates.engine.duel import DuelOptions
-from debates.engine.turns import CAPPED_MARK
+from debates.engine.text import CAPPED_MARK
 from debates.models import Debate, Provider, Report, Seat, Turn
 from debates.providers.base import estimate_tokens
 from personas.models import Library, Persona
