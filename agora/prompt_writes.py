@@ -31,18 +31,17 @@ def prompt_write(self, data: bytes) -> None:
         and not self.disconnecting
         and not self._writeDisconnected
         and not self._writeDisconnecting
-        and not getattr(self, "TLS", False)
+        and not self.TLS  # started on this connection: its bytes go through the TLS layer
         and not self._tempDataBuffer
         and self.offset == len(self.dataBuffer)  # Twisted's queue is empty: nothing to overtake
         and isinstance(data, bytes)  # Twisted's own write raises the TypeError for anything else
     ):
-        sent = self.writeSomeData(data)
-        if not isinstance(sent, int) or sent <= 0:
-            pass  # the socket is full, or lost: Twisted's queue and doWrite take it from here
-        elif sent == len(data):
+        sent = self.writeSomeData(data)  # bytes sent, or the exception of a lost connection
+        if isinstance(sent, int) and sent == len(data):
             return
-        else:
-            data = data[sent:]
+        if isinstance(sent, int):
+            data = data[sent:]  # the rest (all of it if the socket is full) waits in Twisted's queue
+        # A lost connection: Twisted's queue and doWrite find it and report it.
     _twisteds_write(self, data)
 
 

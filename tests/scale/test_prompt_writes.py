@@ -101,17 +101,19 @@ def test_a_full_socket_queues_the_rest_and_later_frames_keep_their_order(twisted
     assert received(peer) == b"again" and not reactor.writers
 
 
-def test_a_closing_or_lost_connection_is_left_to_twisted(twisteds_own, connection):
+def test_a_closing_connection_is_left_to_twisteds_queue(twisteds_own, connection):
     conn, peer, reactor = connection
     prompt_writes.install()
-    conn.disconnecting = True  # loseConnection() was called: Twisted's queue decides what is sent
+    conn.loseConnection()  # Twisted's queue decides what is still sent, then closes
     conn.write(b"late")
     assert received(peer) == b"" and conn in reactor.writers
-    conn.disconnecting = False
-    reactor.writers.clear()
-    conn.dataBuffer, conn._tempDataBuffer, conn._tempDataLen, conn.offset = b"", [], 0, 0
+
+
+def test_a_lost_connection_is_reported_where_twisted_reports_it(twisteds_own, connection):
+    conn, peer, reactor = connection
+    prompt_writes.install()
     peer.close()
-    conn.write(b"to nobody")  # the socket says the peer is gone: queued, and doWrite reports it
+    conn.write(b"to nobody")  # the socket says the peer is gone: queued, not dropped or raised
     assert conn in reactor.writers
     assert conn.doWrite() is main.CONNECTION_LOST
 
