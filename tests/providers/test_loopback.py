@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -25,9 +24,22 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+class Served(LoopbackServer):
+    """Counts each connection once it is done with (after any error was handled), so the test
+    waits for the server instead of sleeping."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.done = threading.Semaphore(0)
+
+    def shutdown_request(self, request) -> None:
+        super().shutdown_request(request)
+        self.done.release()
+
+
 @pytest.fixture
 def server():
-    httpd = LoopbackServer(("127.0.0.1", 0), Handler)
+    httpd = Served(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -39,7 +51,6 @@ def reset_mid_request(port: int) -> None:
     """Half a request line, then a reset (SO_LINGER 0): the server's read fails with ECONNRESET."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.sendall(b"GET / HT")
-    time.sleep(0.1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
 
@@ -53,10 +64,11 @@ def get(port: int, path: str) -> None:
 def test_a_client_that_hangs_up_prints_nothing_but_a_fault_still_does(server, capfd):
     port = server.server_address[1]
     reset_mid_request(port)
+    assert server.done.acquire(timeout=10)  # its request was read, failed and handled
     get(port, "/")  # the server is still serving
-    time.sleep(0.2)
+    assert server.done.acquire(timeout=10)
     assert "Traceback" not in capfd.readouterr().err
     get(port, "/broken")
-    time.sleep(0.2)
+    assert server.done.acquire(timeout=10)
     err = capfd.readouterr().err
     assert "Traceback" in err and "a fault in the fake itself" in err
