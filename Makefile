@@ -66,7 +66,8 @@ superuser: venv
 
 # Three workers (pytest-xdist), a test module per worker at a time: the suite waits on real servers,
 # Chromium and the model as much as it computes, so a third worker fills two cores' idle time
-# (2,019 tests on 2 cores: 14.9 minutes with two workers, 13.1 with three, the machine 95% busy).
+# (the suite on 2 cores, the same hour: 2,015 tests in 14.9 minutes with two workers, 2,019 in 13.1
+# with three, the machine 95% busy).
 # TEST_WORKERS=0 runs everything in one process (the order a failure is easiest to read in).
 TEST_WORKERS ?= 3
 test: dev-venv local-model
