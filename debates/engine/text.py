@@ -258,7 +258,7 @@ def _without_cut_note(text: str) -> str:
     if body == text.rstrip() or _ends_sentence(body):
         return body
     space = body.rfind(" ")
-    if _LETTERS.match(body[-2:]) and space >= len(body) * 0.5:
+    if body[-1].isalpha() and not CJK.match(body[-1]) and space >= len(body) * 0.5:
         body = body[:space].rstrip(" ,;:")
     return body + ELLIPSIS
 

@@ -356,6 +356,12 @@ def test_a_summary_is_the_claim_not_its_announcement_or_wrapper(speech, limit, q
             "",
             "Hire seniors: they ship from the first week and teach the…",
         ),
+        # a one-letter end is a word the cut may have split too (debate 55's Confucius)
+        (
+            "By hiring senior engineers, we can ensure that we have a diverse set of skills a" + CUT_MARK["en"],
+            "",
+            "By hiring senior engineers, we can ensure that we have a diverse set of skills…",
+        ),
         # a reply cut at its ceiling or for repeating itself: its first, whole sentence, as ever
         (
             "Senior engineers pay for themselves. They also mentor the juniors and" + CAPPED_MARK["en"],
