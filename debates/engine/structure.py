@@ -122,11 +122,11 @@ class Form:
         if starts is None:
             return text
         # After a two-character label only punctuation counts ("理由是…" may be a sentence of the
-        # value); a longer one is never a word of the value ("立场变化为…"). Any label followed by
+        # value); a longer one is never a word of the value ("立场变化为…", "立场变化、“无”"). Any label followed by
         # "如下" / "as follows" only announces that part ("…行动机会。论据如下（2-3 条）。" ending
         # the bundled model's thesis, the form's hint copied).
         words = [
-            rf"{re.escape(label)}(?:[，,。：:（(；;“]|如下|\s+as follows{'|是|为' if len(label) > 2 else ''})"
+            rf"{re.escape(label)}(?:[，,。：:（(；;“]|如下|\s+as follows{'|是|为|、' if len(label) > 2 else ''})"
             for label in self.labels()
         ]
         echo = re.compile(rf"(?:(?<=[。！？；;.!?\n])|^)[\s#*]*(?:{'|'.join(words)})")

@@ -178,6 +178,14 @@ def test_tidy_cuts_what_a_part_copied_of_the_parts_after_it():
     )
 
 
+def test_tidy_cuts_a_copied_label_run_into_the_speech():
+    # the bundled model's Yinguang (念佛与参禅…, 2026-12-05): the position change and the summary's
+    # label written at the end of the speech, with an enumeration comma
+    speech = "正文：作为印光大师，我建议现代人量根机选择。立场变化、“无” 小结\n念佛与参禅各有优劣，但都…\n"
+    tail = "立场变化：无\n小结：依印光大师之见，念佛与参禅各有优劣。"
+    assert duel.SPEECH_FORM.tidy(speech + tail) == "正文：作为印光大师，我建议现代人量根机选择。\n" + tail
+
+
 def test_tidy_keeps_sentences_that_only_use_a_labels_word():
     form = roundtable.revision_form(False)
     text = "\n".join(
