@@ -122,8 +122,12 @@ _ANNOUNCEMENT = re.compile(
     r"|today,? we(?:'?ll| will)?)"
     r"\s+(?:(?:briefly|now|first|quickly)\s+)?(?:dive|delve|jump|discuss|explore|talk|look|consider|examine|address|unpack)"
     r"(?:\s+(?:into|about|at|through))?\s+(?:the|this|today'?s)\s+(?:question|topic|issue|debate|matter)\b[^:：;；—]*$"
+    # or only says what the question is about ("The question is about hiring seniors or training juniors.")
+    r"|^\W*(?:the|this|today'?s)\s+(?:question|topic|issue|debate)\s+(?:here\s+)?(?:is|concerns)\s+"
+    r"(?:about|whether|of|how)\b[^:：;；—]*$"
     r"|^\W*(?:那么|好|首先)?[，,]?(?:让我们|我们来|下面我们|今天我们|我来|我想)(?:一起)?(?:来)?"
-    r"(?:探讨|讨论|谈谈|分析|看看|聊聊|说说)[^：:；;]*(?:问题|话题|议题)\W*$",
+    r"(?:探讨|讨论|谈谈|分析|看看|聊聊|说说)[^：:；;]*(?:问题|话题|议题)\W*$"
+    r"|^\W*(?:这个|今天的|本场的?)(?:问题|话题|议题)是关于[^：:；;，,]*的?\W*$",
     re.IGNORECASE,
 )
 
@@ -302,7 +306,11 @@ _SELF_INTRODUCTION = re.compile(
 # The wrapper the moderated seed forbids ("作为乔布斯，我会说：…"; the bundled model's "As Steve Jobs,
 # I would say: We should hire senior engineers."): the summary is what it says.
 _WOULD_SAY = re.compile(
-    r"^(?:As\b[^,]{1,160},\s*)?I(?:'d|\s+would|\s+will)?\s+say\s*[:,]\s*(\S.*)$"
+    r"^(?:As\b[^,]{1,160},\s*)?(?:I(?:'d|\s+would|\s+will)?\s+say\s*[:,]"
+    # or names its view before stating it ("As a thinker and teacher, my core view on the question
+    # is that we should train juniors.", the bundled model's Confucius, debate 63)
+    r"|my\s+(?:core\s+|main\s+|own\s+)?(?:view|position|answer|stance)(?:\s+on\s+[^,]{1,80}?)?\s+is(?:\s+that|:))"
+    r"\s*(\S.*)$"
     r"|^(?:作为[^，,。]{1,30}[，,]\s*)?我(?:会|想|要)说[：:，,]\s*(\S.*)$",
     re.DOTALL | re.IGNORECASE,
 )

@@ -327,6 +327,23 @@ ZH_MONEY = "小公司应该先融资吗？"
             "We should hire senior engineers.",
         ),
         ("作为乔布斯，我会说：先招资深工程师。其次是培养。", 60, "", "先招资深工程师。"),
+        # a sentence that only says what the question is about, and a view named before it is stated
+        # (the bundled model's Jobs and Confucius, debate 63)
+        (
+            "The question is about hiring senior engineers versus training juniors for a startup. I believe the "
+            "answer is that we should train juniors.",
+            80,
+            SENIORS,
+            "I believe the answer is that we should train juniors.",
+        ),
+        ("这个问题是关于小公司先融资还是先自力更生的。我认为应该先自力更生。", 60, ZH_MONEY, "我认为应该先自力更生。"),
+        (
+            "As a thinker and teacher, my core view on the question is that we should train juniors for our "
+            "startup. The reasons for this are as follows.",
+            80,
+            SENIORS,
+            "We should train juniors for our startup.",
+        ),
         # a lead of only the name says who holds the claim: kept
         ("作为查理·芒格，我认为应该先自筹资金。", 60, ZH_MONEY, "作为查理·芒格，我认为应该先自筹资金。"),
     ],
