@@ -22,7 +22,7 @@ from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, DomainTemplateSpec, LibrarySpec, PersonaSpec
 from debates.engine.structure import Form, Part
-from debates.engine.text import WHAT_TO_DO, bullet_items, clip, field_value, first_sentence, normalise
+from debates.engine.text import WHAT_TO_DO, bullet_items, clip, field_value, first_sentence, normalise, summary_of
 from debates.engine.turns import DebateAborted, TurnPlan, TurnResult
 
 SUMMARY_LIMIT = 80
@@ -1008,7 +1008,19 @@ async def _synthesise(ctx: DebateContext, st: TableState, report: ReportBuilder)
             f"\n\n## Veto ({vetoer})\nFailure scenario: {scenario}",
         )
         form += VETO_ANSWER_FORM[lang]
-    result = await ctx.turn(_host_plan(ctx, st, "host:synthesis", task, material, form))
+    synthesis = _host_plan(ctx, st, "host:synthesis", task, material, form)
+    question = ctx.spec.question
+
+    def consensus_summary(text: str) -> tuple[str, dict]:
+        # The synthesis's summary is its consensus: a role's "Summary:" line the host copied into
+        # the disagreements is not (the bundled model's English roundtable, debate 65).
+        text, data = synthesis.postprocess(text) if synthesis.postprocess else (text, {})
+        consensus = split_sections(text).get("consensus", "")
+        if consensus.strip():
+            data = {**data, "summary": summary_of(consensus, SUMMARY_LIMIT, question)}
+        return text, data
+
+    result = await ctx.turn(dataclasses.replace(synthesis, postprocess=consensus_summary))
     sections = split_sections(result.text)
     if (voice := one_voice(sections.get("consensus", ""), theses)) and not result.replayed:
         await ctx.warn(

@@ -338,6 +338,15 @@ def test_one_voice_needs_a_word_for_word_copy():
     assert one_voice(f"All agree: {thesis}", {OPTIMIST: thesis}) is None  # one role: nothing to set it against
 
 
+async def test_the_synthesis_summary_is_its_consensus_not_a_copied_role_summary():
+    # the bundled model's English roundtable (debate 65) copied each role's "Summary:" line into
+    # the disagreements, and the last one became the synthesis's summary
+    copied = SYNTHESIS.replace("## 行动指南", "小结：乐观者认为应该全面铺开。\n## 行动指南")
+    run = await debate(table_spec(no_interrupt=True), table_fake(STANDARD, synthesis=copied))
+    [synthesis] = [t for t in run.sink.of(ev.TurnFinished) if t.key == "host:synthesis"]
+    assert synthesis.summary == "先做小范围试点。"
+
+
 # The bundled model's optimist (我们团队要不要实行四天工作制？): its confidence in the arguments' place.
 NO_ARGUMENTS = "核心论点：四天工作制可以显著提高工作效率。\n论据：高\n置信度：高\n小结：值得尝试。"
 
