@@ -287,7 +287,7 @@ def summary_of(text: str, limit: int, question: str = "") -> str:
         asked = _question_words(question)
         on_it = [c for c in substantial[:3] if _on_the_question(c, asked)]
         summary = next(iter(on_it or substantial or candidates), "") or summary or text.strip()
-        summary = _without_self_introduction(summary)
+        summary = _without_self_introduction(summary, limit)
     # Plain text beside the speech: Markdown's bold marks would show as they are ("Bayes**: …").
     return whole_sentences(_WS.sub(" ", summary.replace("**", "")), limit)
 
@@ -309,17 +309,18 @@ _WOULD_SAY = re.compile(
     r"^(?:As\b[^,]{1,160},\s*)?(?:I(?:'d|\s+would|\s+will)?\s+say\s*[:,]"
     # or names its view before stating it ("As a thinker and teacher, my core view on the question
     # is that we should train juniors.", the bundled model's Confucius, debate 63)
-    r"|my\s+(?:core\s+|main\s+|own\s+)?(?:view|position|answer|stance)(?:\s+on\s+[^,]{1,80}?)?\s+is(?:\s+that|:))"
+    r"|my\s+(?:core\s+|main\s+|own\s+)?(?:view|position|answer|stance)(?:\s+on\s+[^,:]{1,80}?)?\s+is(?:\s+(?:clear|simple|unequivocal))?(?:\s+that|:))"
     r"\s*(\S.*)$"
     r"|^(?:作为[^，,。]{1,30}[，,]\s*)?我(?:会|想|要)说[：:，,]\s*(\S.*)$",
     re.DOTALL | re.IGNORECASE,
 )
 
 
-def _without_self_introduction(sentence: str) -> str:
+def _without_self_introduction(sentence: str, limit: int) -> str:
     """The claim after a long self-description; a lead that only names the speaker ("As Steve
     Jobs, I believe…") is short and says who holds the claim: kept, unless it only wraps the
-    claim ("As Steve Jobs, I would say: …")."""
+    claim ("As Steve Jobs, I would say: …") or the sentence is longer than `limit`, where a cut at
+    its clause would leave only the lead ("As a Confucian philosopher…", debate 69)."""
     sentence = sentence.strip()
     if said := _WOULD_SAY.match(sentence):
         claim = said.group(1) or said.group(2)
@@ -329,7 +330,7 @@ def _without_self_introduction(sentence: str) -> str:
         return sentence
     lead = sentence[: found.start(1 if found.group(1) else 2)]
     long = len(re.findall(r"[A-Za-z]+", lead)) >= 6 or len(CJK.findall(lead)) >= 12
-    return sentence[len(lead) :] if long else sentence
+    return sentence[len(lead) :] if long or len(sentence) > limit else sentence
 
 
 def without_own_name(text: str, names) -> str:

@@ -344,6 +344,20 @@ ZH_MONEY = "小公司应该先融资吗？"
             SENIORS,
             "We should train juniors for our startup.",
         ),
+        # ... where it is too long to keep whole, the lead goes, not the claim (debate 69)
+        (
+            "As a Confucian philosopher, I firmly believe that hiring senior engineers should be our priority. More.",
+            80,
+            SENIORS,
+            "I firmly believe that hiring senior engineers should be our priority.",
+        ),
+        (
+            "As Steve Jobs, my core view on the question of hiring seniors or juniors is unequivocal: I would prefer "
+            "senior engineers.",
+            80,
+            SENIORS,
+            "I would prefer senior engineers.",
+        ),
         # a lead of only the name says who holds the claim: kept
         ("作为查理·芒格，我认为应该先自筹资金。", 60, ZH_MONEY, "作为查理·芒格，我认为应该先自筹资金。"),
     ],
