@@ -58,7 +58,8 @@ def sentences(text: str):
     lines skipped, a structure label ("正文：", "Speech:") dropped from the front."""
     for line in text.splitlines():
         raw = line.strip()
-        if raw.startswith("#") or re.fullmatch(r"\*\*[^*]+\*\*[:：]?", raw):
+        raw = _ANNOUNCED_HEADING.sub("", raw)
+        if raw.startswith("#") or _BOLD_HEADING.fullmatch(raw):
             continue  # a heading ("## 双方主张", "**共识**") is not what the text says
         line = raw.lstrip(">*-• ").strip().strip("*").strip()
         line = _ENUMERATOR.sub("", line)  # "1. 念佛…": the number is not a sentence of its own
@@ -69,6 +70,22 @@ def sentences(text: str):
         line = _EN_STRUCTURE.sub("", line)
         yield from (sentence.strip() for sentence in _SENTENCE_END.split(line) if sentence.strip())
 
+
+# A line all in bold is a heading ("**共识**", "**Reasons:**"), unless it ends a sentence: "**We
+# should hire senior engineers.**" is the speech's claim in bold (the bundled model's Jobs, debate 72).
+_BOLD_HEADING = re.compile(r"\*\*[^*]+(?<![.。!?！？])\*\*[:：]?")
+# A heading announced in a sentence: "Let me start with this: **Hiring Senior Engineers or Training
+# Juniors**" (debate 72, then its summary was "Let me start with this…"). A bold claim after the
+# colon ends a sentence and stays ("Let me start with this: **we should hire seniors.**").
+_HEADING_ANNOUNCED = (
+    r"(?:(?:so|well|now|okay|alright|first)\W+)?(?:let me|let'?s|let us|i'?ll|i will|i'?d like to|i would like to)"
+    r"\s+(?:start|begin|open)(?:\s+(?:with|by))?(?:\s+(?:this|the question|the topic|the following))?\s*[:：]"
+    r"|(?:那么|好)?[，,]?(?:让我们?|我们)(?:先)?从(?:这里|这个问题|这个话题)?开始[：:]"
+)
+# At the line's start or after a sentence of its own ("Certainly, Steve Jobs. Let me start with this: …").
+_ANNOUNCED_HEADING = re.compile(
+    rf"(?:^|(?<=[.!?。！？]))\s*(?:{_HEADING_ANNOUNCED})\s*{_BOLD_HEADING.pattern}\s*$", re.IGNORECASE
+)
 
 _ENUMERATOR = re.compile(r"^(?:\d{1,2}|[一二三四五六七八九十]{1,3}|[a-zA-Z])[.、)）]\s*(?=\S)")
 # Where a sentence may end, and where (failing that) a clause may.

@@ -358,6 +358,28 @@ ZH_MONEY = "小公司应该先融资吗？"
             SENIORS,
             "I would prefer senior engineers.",
         ),
+        # a heading announced in a sentence is not the claim, and a claim all in bold is not a
+        # heading (the bundled model's Jobs, debate 72: "Let me start with this…" before)
+        (
+            "Certainly, Steve Jobs. Let me start with this: **Hiring Senior Engineers or Training Juniors**\n\n"
+            "### Core View\n\n**We should hire senior engineers.**\n\n**Reasons:**\n\n1. **Expertise**: Depth.",
+            120,
+            SENIORS,
+            "We should hire senior engineers.",
+        ),
+        (
+            "好，让我们从这里开始：**融资还是自力更生**\n\n**应该先自力更生。**\n\n**理由：**",
+            60,
+            ZH_MONEY,
+            "应该先自力更生。",
+        ),
+        # ... but one that makes its claim in bold after the colon is the claim
+        (
+            "Let me start with this: **we should hire senior engineers.**\nSeniors ship.",
+            80,
+            SENIORS,
+            "Let me start with this: we should hire senior engineers.",
+        ),
         # a lead of only the name says who holds the claim: kept
         ("作为查理·芒格，我认为应该先自筹资金。", 60, ZH_MONEY, "作为查理·芒格，我认为应该先自筹资金。"),
     ],
