@@ -144,6 +144,13 @@ def test_the_parts_missing_are_named_in_the_debates_language_and_read_in_either(
 ENGLISH_TOPICS = [
     ("Should I chant the Buddha's name or practise Chan meditation?", {"huineng", "yinguang"}),
     ("Pure Land or Zen: which suits a busy lay person?", {"huineng", "yinguang"}),
+    # in everyday words, without the schools' names (refused before: no rule held them)
+    ("Should a beginner start with sitting meditation or chanting?", {"huineng", "yinguang"}),
+    ("With only twenty minutes a day, should I meditate or chant?", {"huineng", "yinguang"}),
+    (
+        "When distracting thoughts arise in meditation, should I watch them or turn to chanting Amitabha?",
+        {"huineng", "yinguang"},
+    ),
     ("Madhyamaka versus Yogacara: is the mind ultimately real?", {"kumarajiva", "xuanzang"}),
     ("Does the Middle Way school or the Mind-Only school read emptiness better?", {"kumarajiva", "xuanzang"}),
     ("Is enlightenment sudden or gradual?", {"huineng", "zhiyi"}),
