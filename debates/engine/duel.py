@@ -160,7 +160,15 @@ def side_words(persona: PersonaSpec, other: PersonaSpec) -> set[str]:
     mine = {k for k in (*persona.keywords, school(persona.tradition), *_names(persona)) if k and len(k) >= 2}
     theirs = {k for k in (*other.keywords, school(other.tradition), *_names(other)) if k}
     low = {t.lower() for t in theirs}
-    return {k for k in mine - theirs if not any(k.lower() in t for t in low)}
+    return {k for k in mine - theirs if not any(_within(k.lower(), t) for t in low)}
+
+
+def _within(word: str, other: str) -> bool:
+    """`word` is part of `other`: a Latin word as a whole word ("Chan" is not in "chanting"), a
+    Chinese one anywhere (中观 in 中观分判)."""
+    if re.search(r"[a-z]", word):
+        return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", other) is not None
+    return word in other
 
 
 # A claim for a side: its word followed by a verdict ("念佛更适合", "参禅才是…"), or a verdict
@@ -175,7 +183,7 @@ _EN_VERDICT_AFTER = (
 )
 _EN_VERDICT_BEFORE = (
     r"I\s+(?:think|believe|hold|maintain|argue|recommend|support|agree\s+with|side\s+with|endorse)"
-    r"(?:\s+that)?|we\s+should|one\s+should|should\s+(?:practi[cs]e|follow|choose)|only|choose|support"
+    r"(?:\s+that)?|we\s+should|one\s+should|should\s+(?:practi[cs]e|follow|choose|start\s+with|begin\s+with)|only|choose|support"
 )
 
 

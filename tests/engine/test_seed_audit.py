@@ -181,3 +181,26 @@ def test_english_phrasings_of_the_seed_topics_pair_as_the_chinese_ones(libraries
     library = library_spec(registry.get("duel"))
     pairing = duel.choose_pair(question, [], library.pairing_rules, library.pool)
     assert {pairing.a.slug, pairing.b.slug} == pair, (question, pairing.how)
+
+
+@pytest.mark.django_db
+def test_a_master_arguing_the_others_practice_in_everyday_words_has_lost_his_side(libraries):
+    """The bundled model's Huineng on "Should a beginner start with sitting meditation or chanting?"
+    (debate 74): "I believe that beginners should start with chanting, not sitting meditation." was
+    not sent back: the library's sides named the schools, not the practices in everyday words."""
+    from debates.engine import duel, registry
+    from debates.specs import library_spec
+
+    pool = {p.slug: p for p in library_spec(registry.get("duel")).pool}
+    huineng, yinguang = pool["huineng"], pool["yinguang"]
+    flipped = "As Huineng, I believe that beginners should start with chanting, not sitting meditation."
+    assert duel.speaks_for(flipped, yinguang, huineng)
+    # "should start with" is a verdict: both practices named, the one to start with is the side argued
+    both = "As Huineng, sitting meditation matters, but a beginner should start with chanting."
+    assert duel.speaks_for(both, yinguang, huineng)
+    assert not duel.speaks_for(
+        "As Huineng, beginners should start with sitting meditation, not chanting.", yinguang, huineng
+    )
+    assert not duel.speaks_for("As Yinguang, a beginner should start with chanting.", huineng, yinguang)
+    # "Chan" is Huineng's word, not part of Yinguang's "chant"
+    assert duel.speaks_for("As Yinguang, Chan is the more direct way.", huineng, yinguang)
