@@ -25,7 +25,7 @@ from debates.engine.budget import Ledger, money
 from debates.engine.evidence import pack_from_options
 from debates.engine.i18n import Text, gettext_noop, verbatim
 from debates.engine.i18n import text as message_text
-from debates.engine.prompts import without_echoed_headings, without_heading_hints
+from debates.engine.prompts import without_echoed_headings, without_heading_hints, without_length_hints
 from debates.engine.repetition import Repetition, RepetitionGuard
 from debates.engine.spec import CompletedTurn, DebateSpec, PersonaSpec
 from debates.engine.text import CAPPED_MARK, REPEATED_MARK, summary_of, whole_sentences, without_own_name
@@ -467,6 +467,7 @@ class DebateContext:
         # speaker's own name copied at its start are not a part of the speech.
         raw = without_echoed_headings(raw, self.spec.question)
         raw = without_heading_hints(raw, "\n".join(m["content"] for m in plan.messages))
+        raw = without_length_hints(raw)
         raw = without_own_name(raw, (plan.speaker.name, plan.speaker.name_en))
         text, data = plan.postprocess(raw) if plan.postprocess else (raw, {})
         if reply.capped:

@@ -186,6 +186,42 @@ def without_heading_hints(text: str, prompt: str) -> str:
     )
 
 
+# The prompts' length instructions, "(at most 160 characters)", "（不超过 80 字）": a small model copies
+# them with a paraphrased label ("Summary of the question in my frame (at most 160 characters)" and
+# a stub "I…" under it, the bundled model's Yinguang, debate 75).
+_LENGTH_HINT = re.compile(
+    r"[ \t]*[(（](?:at most|no more than|up to)\s+\d+\s+(?:characters|words)[)）]"
+    r"|[ \t]*[(（](?:不超过|至多|最多)\s*\d+\s*字[)）]",
+    re.IGNORECASE,
+)
+# A line that is only a placeholder: a word or two and the prompt's "…".
+_STUB = re.compile(r"^\W*\w{0,3}\s*…\W*$")
+
+
+def without_length_hints(text: str) -> str:
+    """`text` without the prompt's length instructions it copied: cut from the end of a sentence
+    ("Summary: Chan first. (at most 160 characters)"); a line that is only a label with the
+    instruction ("Summary of the question in my frame (at most 160 characters)"), and the
+    placeholder under it, are left out."""
+    if not _LENGTH_HINT.search(text):
+        return text
+    kept: list[str] = []
+    dropped = False
+    for line in text.split("\n"):
+        if dropped and _STUB.match(line):
+            continue
+        hint = _LENGTH_HINT.search(line)
+        dropped = False
+        if hint and not line[hint.end() :].strip():
+            said = line[: hint.start()].rstrip()
+            if not re.search(r"[.。!?！？]\**$", said):
+                dropped = True
+                continue
+            line = said
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def stop_before(names: list[str], lang: str = "zh") -> list[str]:
     """Stop sequences that end a turn if the model starts writing another speaker's lines or
     echoing the prompt. OpenAI-compatible servers accept at most four stop strings."""

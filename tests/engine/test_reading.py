@@ -146,6 +146,25 @@ def test_the_prompts_own_headings_copied_at_a_replys_start_go_and_stops_fire_onl
         assert all(stop.startswith("\n") for stop in stop_before(["A", "B"], lang))
 
 
+def test_a_length_instruction_copied_from_the_prompt_goes():
+    """The bundled model's Yinguang (debate 75) ended its speech with a paraphrased label and the
+    prompt's length instruction, and a placeholder under it, which the transcript showed."""
+    from debates.engine.prompts import without_length_hints
+
+    copied = (
+        "Chanting is the better start.\n\nSummary of the question in my frame (at most 160 characters)\nI…\n"
+        "Position change: none"
+    )
+    assert without_length_hints(copied) == "Chanting is the better start.\n\nPosition change: none"
+    assert without_length_hints("正文。\n小结：…（不超过 80 字）\n立场变化：无") == "正文。\n立场变化：无"
+    # after a sentence, only the instruction goes
+    assert without_length_hints("Summary: Chan first. (at most 160 characters)\nnext") == "Summary: Chan first.\nnext"
+    assert without_length_hints("小结：先念佛。（不超过80字）") == "小结：先念佛。"
+    # the words inside a sentence, or a line below a kept one, stay
+    for kept in ("Keep each answer (at most 3 words) short.", "Chan first.\nI…", "A speech."):
+        assert without_length_hints(kept) == kept
+
+
 async def test_the_transcript_leaves_out_a_speechs_echo_of_the_question():
     fake = FakeLLM()
     fake.reply("duel:1:huineng", f"正文：{ASKED}\n直指人心，见性成佛。\n立场变化：无\n小结：参禅见性。")
@@ -155,6 +174,20 @@ async def test_the_transcript_leaves_out_a_speechs_echo_of_the_question():
     transcript = run.report.transcript_markdown
     assert transcript.count(ASKED) == 1, transcript  # the question's own line, no speech's
     assert "直指人心，见性成佛。" in transcript and "老实念佛。" in transcript
+
+
+async def test_the_transcript_leaves_out_a_copied_length_instruction():
+    fake = FakeLLM()
+    fake.reply(
+        "duel:1:huineng",
+        "正文：直指人心，见性成佛。\n本轮立场的一句话概括（不超过 80 字）\n我…\n立场变化：无\n小结：参禅见性。",
+    )
+    fake.reply("duel:1:yinguang", "正文：老实念佛。\n立场变化：无\n小结：信愿持名。")
+    fake.reply("duel:close", CLOSE)
+    run = await debate(duel_spec(ASKED, seats=[HUINENG, YINGUANG], options=options("duel", rounds=1)), fake)
+    speech = run.turns()["duel:1:huineng"].text
+    assert "不超过" not in speech and "我…" not in speech, speech
+    assert "直指人心，见性成佛。" in speech and "小结：参禅见性。" in speech
 
 
 def test_rewrite_keys_fold_in_every_format():
