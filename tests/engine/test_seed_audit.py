@@ -172,9 +172,19 @@ ENGLISH_TOPICS = [
 ]
 
 
+# The benchmark's Chinese practice questions for the duel (bench/questions/decisions.jsonl), two of
+# them refused before: 《阿弥陀经》 named no master's word, 持戒 was the English rule's "precepts" only.
+CHINESE_PRACTICE = [
+    ("初学者应该先读《坛经》还是先读《阿弥陀经》？", {"huineng", "yinguang"}),
+    ("修行应当先持戒还是先修定？", {"ajahn-chah", "mahasi-sayadaw"}),
+    ("在家人每天只有二十分钟，应当用来打坐还是念佛？", {"huineng", "yinguang"}),
+    ("内观与止禅，初学者应当先学哪一种？", {"ajahn-chah", "mahasi-sayadaw"}),
+]
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize(("question", "pair"), ENGLISH_TOPICS)
-def test_english_phrasings_of_the_seed_topics_pair_as_the_chinese_ones(libraries, question, pair):
+@pytest.mark.parametrize(("question", "pair"), ENGLISH_TOPICS + CHINESE_PRACTICE)
+def test_questions_in_a_users_words_pair_the_masters_the_seed_would(libraries, question, pair):
     from debates.engine import duel, registry
     from debates.specs import library_spec
 
