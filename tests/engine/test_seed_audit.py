@@ -212,5 +212,9 @@ def test_a_master_arguing_the_others_practice_in_everyday_words_has_lost_his_sid
         "As Huineng, beginners should start with sitting meditation, not chanting.", yinguang, huineng
     )
     assert not duel.speaks_for("As Yinguang, a beginner should start with chanting.", huineng, yinguang)
+    # in Chinese: 马哈希 arguing 先持戒 (debate 76) argues the precepts side, 阿姜查's
+    chah, mahasi = pool["ajahn-chah"], pool["mahasi-sayadaw"]
+    assert duel.speaks_for("作为马哈希尊者，我始终认为，修行应该先持戒。", chah, mahasi)
+    assert not duel.speaks_for("作为马哈希尊者，我认为应当先禅修，持戒随之。", chah, mahasi)
     # "Chan" is Huineng's word, not part of Yinguang's "chant"
     assert duel.speaks_for("As Yinguang, Chan is the more direct way.", huineng, yinguang)
