@@ -328,6 +328,14 @@ class RecordedRequest:
     def duration(self) -> float | None:
         return None if self.finished is None else self.finished - self.started
 
+    async def settled(self, timeout: float = 5.0) -> RecordedRequest:
+        """This request once the server has finished with it. A client that hangs up is noticed at
+        the server's next write to it, on the server's own thread: the client may be done first."""
+        deadline = time.monotonic() + timeout
+        while self.finished is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return self
+
     @property
     def text(self) -> str:
         """The content actually streamed."""

@@ -364,7 +364,7 @@ async def test_the_moderator_cuts_a_long_speech_off_on_the_wire_not_after_it(har
     assert run.outcome == "done"
     jobs = run.turns()["speech:1:steve-jobs:1"]
     assert jobs.text == long_speech[:60] + CUT_MARK["en"] and jobs.data["cut"] is True
-    asked = next(r for r in run.requests if key_of(r.body) == "speech:1:steve-jobs:1")
+    asked = await next(r for r in run.requests if key_of(r.body) == "speech:1:steve-jobs:1").settled()
     sent = "".join(asked.tokens)
     assert asked.outcome == "client closed", asked.outcome
     assert 60 < len(sent) < 60 + cut_slack(60) + 40, len(sent)  # read to the cut and its slack, one token more
