@@ -159,16 +159,9 @@ def side_words(persona: PersonaSpec, other: PersonaSpec) -> set[str]:
     without an honorific), its school and its own keywords (Chinese and English)."""
     mine = {k for k in (*persona.keywords, school(persona.tradition), *_names(persona)) if k and len(k) >= 2}
     theirs = {k for k in (*other.keywords, school(other.tradition), *_names(other)) if k}
-    low = {t.lower() for t in theirs}
-    return {k for k in mine - theirs if not any(_within(k.lower(), t) for t in low)}
-
-
-def _within(word: str, other: str) -> bool:
-    """`word` is part of `other`: a Latin word as a whole word ("Chan" is not in "chanting"), a
-    Chinese one anywhere (中观 in 中观分判)."""
-    if re.search(r"[a-z]", word):
-        return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", other) is not None
-    return word in other
+    # A word inside one of theirs is theirs too, matched as keywords match a question: whole words
+    # in Latin script ("Chan" is not in "chanting"), anywhere in Chinese (中观 in 中观分判).
+    return {k for k in mine - theirs if not any(keyword_hits(t, (k,)) for t in theirs)}
 
 
 # A claim for a side: its word followed by a verdict ("念佛更适合", "参禅才是…"), or a verdict
