@@ -77,8 +77,14 @@ _BOLD_HEADING = re.compile(r"\*\*[^*]+(?<![.。!?！？])\*\*[:：]?")
 # A heading announced in a sentence: "Let me start with this: **Hiring Senior Engineers or Training
 # Juniors**" (debate 72, then its summary was "Let me start with this…"). A bold claim after the
 # colon ends a sentence and stays ("Let me start with this: **we should hire seniors.**").
+# Who announces what the speech will do ("So, let me…", "I'd like to…"), here and in `_ANNOUNCEMENT`.
+_ANNOUNCER = (
+    r"(?:(?:so|well|now|okay|alright|first|first of all|to begin|to start)\W+)?"
+    r"(?:let'?s|let us|let me|i'?d like to|i would like to|i will|i'?ll|i want to|we will|we'?ll"
+    r"|today,? we(?:'?ll| will)?)"
+)
 _HEADING_ANNOUNCED = (
-    r"(?:(?:so|well|now|okay|alright|first)\W+)?(?:let me|let'?s|let us|i'?ll|i will|i'?d like to|i would like to)"
+    rf"{_ANNOUNCER}"
     r"\s+(?:start|begin|open)(?:\s+(?:with|by))?(?:\s+(?:this|the question|the topic|the following))?\s*[:：]"
     r"|(?:那么|好)?[，,]?(?:让我们?|我们)(?:先)?从(?:这里|这个问题|这个话题)?开始[：:]"
 )
@@ -134,9 +140,7 @@ _INTERJECTION_LEAD = re.compile(rf"[ \t]*(?:{_INTERJECTION_WORDS})[ \t]*[,!.，�
 # itself: "Let me start by acknowledging that the question is about value" makes a claim, and one
 # that goes on past a colon ("Let's look at the numbers: …") says something.
 _ANNOUNCEMENT = re.compile(
-    r"^\W*(?:(?:so|well|now|okay|alright|first|first of all|to begin|to start)\W+)?"
-    r"(?:let'?s|let us|let me|i'?d like to|i would like to|i will|i'?ll|i want to|we will|we'?ll"
-    r"|today,? we(?:'?ll| will)?)"
+    rf"^\W*{_ANNOUNCER}"
     r"\s+(?:(?:briefly|now|first|quickly)\s+)?(?:dive|delve|jump|discuss|explore|talk|look|consider|examine|address|unpack)"
     r"(?:\s+(?:into|about|at|through))?\s+(?:the|this|today'?s)\s+(?:question|topic|issue|debate|matter)\b[^:：;；—]*$"
     # or only says what the question is about ("The question is about hiring seniors or training juniors.")
