@@ -43,6 +43,8 @@ DEFAULT_BUDGET = 60000
 MAX_CHARS_RANGE = (100, 4000)
 BUDGET_RANGE = (2000, 500000)
 CONTEXT_SPEECHES = 6
+# A speech this long (normalised characters) found whole inside an earlier one is a copy of it.
+REPEATED_MIN = 40
 VERDICT_FORM = "若被迫选，在所有发言的基础上最小损失的选项是"
 VERDICT_FORM_EN = "If forced to choose, the least-loss option on the basis of all speeches is"
 VERDICT_FORMS = {"zh": VERDICT_FORM, "en": VERDICT_FORM_EN}
@@ -334,8 +336,14 @@ _AGREEMENT = re.compile(r"同意|赞同|\bagree", re.IGNORECASE)
 def anti_patterns(speaker: Participant, text: str, everyone: list[Participant]) -> list[str]:
     flags = []
     # Repetition of anything said before, the speaker's own or another's: the bundled model gave
-    # the second speaker of a round the first one's speech word for word.
-    if any(similarity(earlier.text, text) > 0.6 for p in everyone for earlier in p.speeches):
+    # the second speaker of a round the first one's speech word for word, or only its first
+    # paragraph (debate 81: contained whole in the earlier one, below the similarity's 0.6).
+    said = normalise(text)
+    if any(
+        similarity(earlier.text, text) > 0.6 or (len(said) >= REPEATED_MIN and said in normalise(earlier.text))
+        for p in everyone
+        for earlier in p.speeches
+    ):
         flags.append("repetition")
     if _AS_AN_AI.search(text):
         flags.append("persona drift")

@@ -303,6 +303,30 @@ async def test_a_speech_that_copies_anothers_is_flagged_as_repetition():
     assert run.warning_codes.count("anti_pattern") == 1
 
 
+async def test_a_speech_that_copies_the_first_paragraph_of_anothers_is_flagged_as_repetition():
+    """Debate 81 (the bundled model, 小公司应该先做产品还是先做销售？): the second speaker gave the
+    first one's opening paragraph word for word and no more, not similar enough to the whole to be
+    flagged."""
+    opening = (
+        "在当今，小公司应该优先进行产品开发，而不是销售。产品开发可以提供企业快速盈利的机会，同时也可以建立竞争优势。"
+    )
+    second = (
+        "产品开发和销售是两个不同阶段，需要企业根据自己的资源和目标来决定优先进行哪一个阶段，"
+        "不能一概而论，更不能照搬大公司的做法。"
+    )
+    said = {
+        "steve-jobs": f"{opening}\n\n{second}\n\n{second}",
+        "charlie-munger": opening,
+        "confucius": "名不正则言不顺：先说清楚卖的是什么。",
+    }
+
+    run = await debate(moderated_spec(rounds=1), mod_fake(lambda call, slug, n: said[slug]))
+
+    order = [key.split(":")[2] for key in run.keys if key.startswith("speech:")]
+    assert order.index("steve-jobs") < order.index("charlie-munger")
+    assert [(f["speaker"], f["flag"]) for f in run.data["flags"]] == [("charlie-munger", "repetition")]
+
+
 async def test_a_verdict_that_opens_with_the_prompts_heading_is_the_verdict_without_it():
     """The bundled model opened its verdict with "## 输出格式" (the prompt's heading); a stop on it
     used to end the reply empty there, and the debate failed after three empty retries."""
