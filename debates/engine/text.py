@@ -127,6 +127,13 @@ _THANKS = re.compile(
     r"delighted) to be here|很高兴(?:来到|在)这里)",
     re.IGNORECASE,
 )  # … and being glad to be there ("It's great to be here today.")
+# Thanks for the chance to speak say nothing of the question at any length ("Thank you for the
+# opportunity to share my perspective on this important question.", the bundled model's Jobs, debate 80).
+_THANKS_FOR_CHANCE = re.compile(
+    r"^\W*(?:thank you|thanks)(?:\s+(?:so|very)\s+much)?\s+for\s+(?:the|this|giving me the)\s+"
+    r"(?:opportunity|chance|invitation)\b",
+    re.IGNORECASE,
+)
 _INTERJECTION_WORDS = "absolutely|certainly|sure|of course|great|okay|ok|well|indeed|yes|alright|right|当然|好的|没问题"
 # An interjection with no more than a name after it ("Absolutely, Charlie Munger.").
 _INTERJECTION = re.compile(rf"^\W*(?:{_INTERJECTION_WORDS})(?=\s*[,!.，！。]|\s*$)", re.IGNORECASE)
@@ -163,6 +170,7 @@ def _substantial(sentence: str) -> bool:
         or _ANNOUNCEMENT.match(sentence)
         or (_INTERJECTION.match(sentence) and words <= 4 and chinese <= 8)
         or (_THANKS.match(sentence) and words <= 12 and chinese <= 20)
+        or (_THANKS_FOR_CHANCE.match(sentence) and words <= 20)
     )
     return not courtesy and (words >= 3 or chinese >= 6)
 

@@ -413,6 +413,14 @@ ZH_MONEY = "小公司应该先融资吗？"
             SENIORS,
             "Let me start with this: we should hire senior engineers.",
         ),
+        # thanks for the chance to speak, however long (debate 80's Jobs)
+        (
+            "Thank you for the opportunity to share my perspective on this important question. At Apple, "
+            "we believe in simplicity.",
+            120,
+            SENIORS,
+            "At Apple, we believe in simplicity.",
+        ),
         # a lead of only the name says who holds the claim: kept
         ("作为查理·芒格，我认为应该先自筹资金。", 60, ZH_MONEY, "作为查理·芒格，我认为应该先自筹资金。"),
     ],
