@@ -125,9 +125,13 @@ class Form:
         # value); a longer one is never a word of the value ("立场变化为…", "立场变化、“无”"). Any label followed by
         # "如下" / "as follows" only announces that part ("…行动机会。论据如下（2-3 条）。" ending
         # the bundled model's thesis, the form's hint copied).
+        # A label followed at once by one of its part's choices is that part written again too
+        # ("…确保遵循康威定律。置信度中。" ending the bundled model's thesis, debate 83).
         words = [
-            rf"{re.escape(label)}(?:[，,。：:（(；;“]|如下|\s+as follows{'|是|为|、' if len(label) > 2 else ''})"
-            for label in self.labels()
+            rf"{re.escape(p.label)}(?:[，,。：:（(；;“]|如下|\s+as follows{'|是|为|、' if len(p.label) > 2 else ''}"
+            + "".join(f"|{re.escape(c)}(?=[。.；;，,\\s]|$)" for c in p.choices)
+            + ")"
+            for p in self.parts
         ]
         echo = re.compile(rf"(?:(?<=[。！？；;.!?\n])|^)[\s#*]*(?:{'|'.join(words)})")
         pieces = [text[: starts[0][0]]]

@@ -313,3 +313,17 @@ async def test_a_local_turn_stopped_at_a_parts_length_is_stored_as_a_cut_a_remot
     # a remote model has no grammar: its text is not the grammar's cut, and is kept as written
     kept = (await debate(spec, remote)).turns()["duel:1:huineng"].text
     assert "하\n立场变化" in kept
+
+
+def test_tidy_cuts_a_label_written_again_with_one_of_its_choices():
+    """The bundled model's Chinese roundtable (debate 83): the thesis ended "…确保遵循康威定律。置信度中。",
+    the confidence part written into it, label and choice with nothing between."""
+    form = roundtable.r1_grammar("zh")
+    thesis, rest = (
+        "单体应用拆分成微服务，有助于提高系统的可扩展性，但需要权衡成本，确保遵循康威定律。",
+        "\n论据：1. 便于部署。\n置信度：中\n小结：可以拆。",
+    )
+    assert form.tidy(f"核心论点：{thesis}置信度中。{rest}") == f"核心论点：{thesis}{rest}"
+    # the label's word with other words after it is the value's own sentence
+    kept = f"核心论点：{thesis}置信度中等的判断不宜采纳。{rest}"
+    assert form.tidy(kept) == kept
