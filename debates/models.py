@@ -84,6 +84,13 @@ class Provider(models.Model):
         verbose_name = _("provider")
         verbose_name_plural = _("providers")
         ordering = ["name"]
+        # A provider's address is where the server sends requests: loopback, private and
+        # link-local ones reach this machine's own services and the LAN, so pointing one there
+        # (or testing one that points there) takes this permission; superusers have it, so the
+        # owner's local Ollama stays one click (debates/provider_reach.py).
+        permissions = [
+            ("use_private_provider_addresses", _("Can point providers at loopback, private or link-local addresses"))
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(concurrency__gte=1), name="provider_concurrency_positive"),
             models.CheckConstraint(
