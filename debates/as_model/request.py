@@ -42,7 +42,8 @@ class ChatRequest:
 def parse(raw: bytes) -> ChatRequest:
     try:
         data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: arrays or objects nested past Python's recursion limit (`[[[…]]]`).
         raise Bad(_("We could not parse the JSON body of your request.")) from None
     if not isinstance(data, dict):
         raise Bad(_("The request body must be a JSON object."))

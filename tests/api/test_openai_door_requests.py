@@ -216,3 +216,20 @@ def test_a_door_nobody_answers_runs_the_roundtable_through_its_checkpoint(librar
     for door, unattended in (("mcp.start", True), ("api.start", False)):
         debate = starting.start(body, erin, door=door, unattended=unattended)
         assert bool(debate.options.get("no_interrupt")) is unattended, (door, debate.options)
+
+
+@pytest.mark.parametrize("depth", [500, 950, 100_000])
+def test_deeply_nested_json_is_a_400_not_a_500(libraries, token, no_runs, depth):
+    """Hardening round three (low): `[[[…]]]` nested past Python's recursion limit in the body, or
+    deep enough to parse but not to walk, in `agora` and in a message's content, was a 500."""
+    nested = "[" * depth + "]" * depth
+    for where in ("messages", "agora", "content"):
+        if where == "messages":
+            raw = '{"model": "agora-duel", "messages": ' + nested + "}"
+        elif where == "agora":
+            raw = json.dumps(ask())[:-1] + ', "agora": {"rounds": ' + nested + "}}"
+        else:
+            raw = '{"model": "agora-duel", "messages": [{"role": "user", "content": [' + nested + "]}]}"
+        got, reply = post(token, raw)
+        assert got == 400 and reply["error"]["message"], (where, got, reply)
+    assert no_runs == [] and not Debate.objects.exists()
