@@ -581,6 +581,9 @@ class Vote(models.Model):
     choice = models.CharField(max_length=100)
     voter = models.CharField(max_length=64)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # Where an anonymous viewer acted from (`audience.address_key`: a keyed digest of its network,
+    # not the address): what the limits per address count. Empty for a signed-in viewer.
+    address = models.CharField(max_length=32, blank=True, default="")
     at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -601,6 +604,7 @@ class FloorQuestion(models.Model):
     voter = models.CharField(max_length=64)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     text = models.CharField(max_length=300)
+    address = models.CharField(max_length=32, blank=True, default="")  # as Vote.address
     at = models.DateTimeField(auto_now_add=True)
     hidden = models.BooleanField(default=False)
     taken_at = models.DateTimeField(null=True, blank=True)
@@ -618,6 +622,7 @@ class FloorQuestion(models.Model):
 class FloorUpvote(models.Model):
     question = models.ForeignKey(FloorQuestion, on_delete=models.CASCADE, related_name="upvotes")
     voter = models.CharField(max_length=64)
+    address = models.CharField(max_length=32, blank=True, default="")  # as Vote.address
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "voter"], name="one_upvote_per_viewer")]
