@@ -5,6 +5,7 @@ set; `agora.checks` warns when a default is unsafe for production. The README li
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -87,6 +88,7 @@ INSTALLED_APPS = [
     "ninja",  # the API's docs page, from its own static files (no CDN)
     "django_tasks",
     "agora.apps.TasksConfig",  # django_tasks_db, under a translated name in the admin
+    "axes",  # login throttling (agora/login_throttle.py)
     "agora",
     "personas",
     "debates",
@@ -105,6 +107,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "agora.errors.FriendlyErrorsMiddleware",
+    # Last, as axes asks: turns a refused sign-in into its page (agora/login_throttle.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "agora.urls"
@@ -211,6 +215,25 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# Login throttling (django-axes; agora/login_throttle.py): each wrong password runs the password
+# hasher, about 0.3 s of CPU, so unthrottled guessing slows every page. Failures are counted per
+# username at an address and per address (never per username alone: guesses from elsewhere must
+# not lock the owner out); past either limit a sign-in is refused before any hashing, for
+# AGORA_LOGIN_COOLOFF_MINUTES after the last counted failure. Unlock early in the admin.
+AUTHENTICATION_BACKENDS = [
+    "agora.login_throttle.ThrottleBackend",  # first: refuses before the next one hashes
+    "django.contrib.auth.backends.ModelBackend",
+]
+AGORA_LOGIN_FAILURES_PER_USER_ADDRESS = int(os.environ.get("AGORA_LOGIN_FAILURES_PER_USER_ADDRESS", "5"))
+AGORA_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("AGORA_LOGIN_FAILURES_PER_ADDRESS", "20"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = AGORA_LOGIN_FAILURES_PER_USER_ADDRESS  # what axes reports; ThrottleHandler decides
+AXES_HANDLER = "agora.login_throttle.ThrottleHandler"
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("AGORA_LOGIN_COOLOFF_MINUTES", "15")))
+# A refused attempt is not counted (no write, and the cool-off is not pushed further out).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "agora.login_throttle.locked_out"
 
 # LOG_FORMAT=json writes one JSON object per line, for a log collector. Either way a line logged
 # while a debate runs names the debate and its runner (agora.logs).
