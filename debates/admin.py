@@ -7,7 +7,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from debates import provider_keys, provider_tools
+from debates import clients, provider_keys, provider_tools
 from debates.api import tokens
 from debates.models import ApiToken, Debate, Provider, Report, SearchProvider, Seat, Turn
 
@@ -194,6 +194,12 @@ class ProviderAdmin(admin.ModelAdmin):
         elif not change or set(self.REVIEWED) & set(form.changed_data):
             obj.approved, obj.approved_by = False, None
         super().save_model(request, obj, form, change)
+        if obj.api_key_sealed and "base_url" in form.changed_data:
+            # The stored key stays bound to the origin it was entered for: say so now, not at the
+            # first debate (moving it back finds the key again).
+            _key, why = clients.provider_key(obj)
+            if why:
+                self.message_user(request, f"{obj.name}: {why}", messages.WARNING)
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)

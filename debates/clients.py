@@ -2,7 +2,7 @@
 
 The default provider comes from the environment: OPENAI_BASE_URL (+ OPENAI_API_KEY, AGORA_MODEL)
 for any OpenAI-compatible server, else the bundled local model. Keys are read from the environment
-at call time, or opened from a Provider row's sealed key (debates/key_vault.py) for its own host.
+at call time, or opened from a Provider row's sealed key (debates/key_vault.py) for its own origin.
 
 Reasoning models: a client is built with its reasoning effort (the seat's or the debate's, else the
 provider's; none is sent when blank) and with what its server refused for that model before
@@ -174,21 +174,20 @@ class RefusedClient(LLMClient):
 
 def provider_key(provider) -> tuple[str | None, str]:
     """(the provider's key, "") or (None, why it may not be sent). A key entered on the Connect
-    page goes only to the host it was entered for (sealed with it); otherwise the key variable."""
+    page goes only to the origin (scheme, host and port) it was entered for, sealed with it;
+    otherwise the key variable."""
     if provider.api_key_sealed:
-        from urllib.parse import urlsplit
-
         from debates import key_vault
 
         try:
-            key, host = key_vault.open_sealed(provider.api_key_sealed)
+            key, bound_to = key_vault.open_sealed(provider.api_key_sealed)
         except key_vault.VaultError as error:
             return None, str(error)
-        if (urlsplit(provider.base_url).hostname or "").lower() != host:
+        if key_vault.origin(provider.base_url) != bound_to:
             return None, gettext(
                 "its stored key was entered for %(host)s and is sent nowhere else: enter it again for the new "
                 "address (Connect a model)."
-            ) % {"host": host}
+            ) % {"host": bound_to}
         return key, ""
     return provider_keys.read(provider.api_key_env, provider.base_url)
 

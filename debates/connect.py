@@ -2,7 +2,7 @@
 pastes a key, tests it with a real call (the server's model list), picks a model, and debates can
 use it at once (a Provider row; no restart).
 
-A key entered here is sealed at once (`debates.key_vault`, with the host it belongs to), used for
+A key entered here is sealed at once (`debates.key_vault`, with the origin it belongs to), used for
 the test and stored only sealed; no page ever shows it again (at most its last four characters).
 Views are function views; htmx posts get the form part back (or a client redirect).
 """
@@ -198,7 +198,7 @@ def connect(request):
     service = BY_SLUG[form.cleaned_data["service"]]
     url, key = form.cleaned_data["url"], form.cleaned_data["api_key"]
     existing = Provider.objects.filter(base_url=url).first()
-    sealed = key_vault.seal(key, urlsplit(url).hostname or "") if key else ""
+    sealed = key_vault.seal(key, key_vault.origin(url)) if key else ""
     probe = Provider(
         name=existing.name if existing else service.slug,
         base_url=url,

@@ -1,8 +1,9 @@
 """API keys entered on the "Connect a model" page, encrypted at rest.
 
-A key is sealed with Fernet (AES-128-CBC with HMAC-SHA256) together with the host it was entered
-for: a key is sent only to that host, and a row whose address was changed later (or edited in the
-database) cannot redirect it, since the host is inside the sealed token. The Fernet key is derived
+A key is sealed with Fernet (AES-128-CBC with HMAC-SHA256) together with the origin it was entered
+for (scheme, host and port): a key is sent only there, and a row whose address was changed later
+(another port of the same host, http for https, or an edit in the database) cannot redirect it,
+since the origin is inside the sealed token. The Fernet key is derived
 (HKDF-SHA256) from `AGORA_KEY_ENCRYPTION_KEY`, never from `SECRET_KEY` (a leaked session secret
 must not open the keys, and rotating it must not lose them). When that setting is empty (the
 embedded set-up) a random one is generated once into a file beside the SQLite database
@@ -18,6 +19,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
@@ -78,13 +80,32 @@ def box() -> MultiFernet:
     return MultiFernet([_derive(m) for m in dict.fromkeys(m for m in materials if m)])
 
 
-def seal(key: str, host: str) -> str:
-    payload = json.dumps({"key": key, "host": host.lower()}).encode()
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: str) -> str:
+    """`scheme://host:port` of a URL, the default port written out ("" when it has none): where a
+    key may go. Another port of the same host is another server, and http is not https."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return ""
+    host = (parts.hostname or "").lower()
+    if not host or not port:
+        return ""
+    return f"{parts.scheme.lower()}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def seal(key: str, bound_to: str) -> str:
+    """The key sealed with the origin (`origin()`) it may go to."""
+    payload = json.dumps({"key": key, "origin": bound_to}).encode()
     return box().encrypt(payload).decode()
 
 
 def open_sealed(token: str) -> tuple[str, str]:
-    """(the key, the host it may go to)."""
+    """(the key, the origin it may go to). A key sealed before keys were bound to an origin gives
+    its host alone, which no origin equals: it is entered again."""
     try:
         data = json.loads(box().decrypt(token.encode()))
     except (InvalidToken, ValueError) as error:
@@ -92,7 +113,7 @@ def open_sealed(token: str) -> tuple[str, str]:
             "the stored key cannot be read with AGORA_KEY_ENCRYPTION_KEY (was it changed? put the old one in "
             "AGORA_KEY_ENCRYPTION_KEY_FALLBACKS), or enter the key again on the Connect a model page"
         ) from error
-    return str(data["key"]), str(data["host"])
+    return str(data["key"]), str(data.get("origin") or data.get("host") or "")
 
 
 def rotate(token: str) -> str:
@@ -108,7 +129,7 @@ def tail(token: str) -> str:
     if not token:
         return ""
     try:
-        key, _host = open_sealed(token)
+        key, _origin = open_sealed(token)
     except VaultError:
         return ""
     return key[-4:] if len(key) >= 12 else ""

@@ -5,7 +5,10 @@ row chooses. So the variable must come from a list the operator controls
 (`AGORA_PROVIDER_KEY_VARS`: shell-style patterns, default `*_API_KEY`, each optionally bound to
 hosts as `NAME@host1|host2`), and the server's own secrets can never be named, nor any variable
 that holds the same value as one of them. The default provider's key (`OPENAI_API_KEY`) goes only
-to its own host (`OPENAI_BASE_URL`'s, or `OPENAI_API_KEY_HOSTS`), by name or by value.
+to its own origin (`OPENAI_BASE_URL`'s, or `OPENAI_API_KEY_HOSTS`), by name or by value.
+
+A binding is an origin, as for a key stored by Connect a model (debates/key_vault.py): scheme, host
+and port. A bare host means https on 443; `http://10.0.0.5:8000` names another scheme or port.
 """
 
 from __future__ import annotations
@@ -13,30 +16,39 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils.translation import gettext as _
+
+from debates.key_vault import origin
 
 # Never a provider key, whatever the patterns say: Django's and Agora's own credentials.
 NEVER = ("SECRET_KEY", "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "AGORA_TEST_POSTGRES", "AGORA_TEST_REDIS")
 VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 NEVER_PARTS = ("SECRET_KEY", "PASSWORD", "DATABASE", "REDIS", "POSTGRES", "SESSION", "CSRF")
 DEFAULT_KEY = "OPENAI_API_KEY"
-OPENAI_HOST = "api.openai.com"
+OPENAI_ORIGIN = "https://api.openai.com:443"
+
+
+def bound_origin(entry: str) -> str:
+    """The origin a binding names: a bare host (or host:port) is https; "*" stays "*"."""
+    entry = entry.strip().lower()
+    if entry == "*":
+        return entry
+    return origin(entry if "://" in entry else f"https://{entry}") or entry
 
 
 def default_key_hosts() -> tuple[str, ...]:
-    """Where the default provider's key may go ("*": anywhere)."""
-    hosts = tuple(h.lower() for h in settings.OPENAI_API_KEY_HOSTS)
+    """The origins the default provider's key may go to ("*": anywhere)."""
+    hosts = tuple(bound_origin(h) for h in settings.OPENAI_API_KEY_HOSTS)
     if hosts:
         return hosts
-    return ((urlsplit(settings.OPENAI_BASE_URL).hostname or "").lower() or OPENAI_HOST,)
+    return (origin(settings.OPENAI_BASE_URL) or OPENAI_ORIGIN,)
 
 
-def _default_key_refused(name: str, host: str) -> str:
+def _default_key_refused(name: str, base_url: str) -> str:
     hosts = default_key_hosts()
-    if "*" in hosts or host in hosts:
+    if "*" in hosts or origin(base_url) in hosts:
         return ""
     return _(
         "%(name)s is the default provider's key: it is sent only to %(hosts)s (OPENAI_BASE_URL's host, "
@@ -45,11 +57,11 @@ def _default_key_refused(name: str, host: str) -> str:
 
 
 def allowed_patterns() -> list[tuple[str, tuple[str, ...]]]:
-    """(pattern, hosts) pairs; no hosts means any host."""
+    """(pattern, origins) pairs; no origins means anywhere."""
     pairs = []
     for entry in settings.AGORA_PROVIDER_KEY_VARS:
         pattern, _sep, hosts = entry.partition("@")
-        pairs.append((pattern.strip(), tuple(h.strip().lower() for h in hosts.split("|") if h.strip())))
+        pairs.append((pattern.strip(), tuple(bound_origin(h) for h in hosts.split("|") if h.strip())))
     return pairs
 
 
@@ -79,7 +91,7 @@ def problem(name: str, base_url: str = "") -> str:
         return _("%(name)s holds a secret of this server and can never be a provider key.") % {"name": name} + (
             " " + listed
         )
-    host = (urlsplit(base_url).hostname or "").lower()
+    host = origin(base_url)
     matching = [hosts for pattern, hosts in allowed_patterns() if fnmatch.fnmatchcase(name, pattern)]
     if not matching:
         return _("%(name)s is not a key variable this server allows.") % {"name": name} + " " + listed
@@ -87,7 +99,7 @@ def problem(name: str, base_url: str = "") -> str:
         bound = sorted({h for hosts in matching for h in hosts})
         return _("%(name)s may only be sent to %(hosts)s.") % {"name": name, "hosts": ", ".join(bound)} + (" " + listed)
     if name == DEFAULT_KEY:
-        return _default_key_refused(name, host)
+        return _default_key_refused(name, base_url)
     return ""
 
 
@@ -105,7 +117,7 @@ def read(name: str, base_url: str) -> tuple[str | None, str]:
         ) % {"name": name}
     if value and name != DEFAULT_KEY and value == os.environ.get(DEFAULT_KEY):
         # Another name for the default key goes no further than the default key itself.
-        why = _default_key_refused(name, (urlsplit(base_url).hostname or "").lower())
+        why = _default_key_refused(name, base_url)
         if why:
             return None, why
     return value, ""

@@ -61,9 +61,9 @@ def leaks(text: str) -> list[str]:
 
 
 def test_a_sealed_key_opens_with_its_host_and_not_with_secret_key(settings):
-    sealed = key_vault.seal(KEY, "api.deepseek.com")
+    sealed = key_vault.seal(KEY, "https://api.deepseek.com:443")
     assert not leaks(sealed)
-    assert key_vault.open_sealed(sealed) == (KEY, "api.deepseek.com")
+    assert key_vault.open_sealed(sealed) == (KEY, "https://api.deepseek.com:443")
     settings.SECRET_KEY = "a-new-secret-key-changes-nothing-here"
     assert key_vault.open_sealed(sealed)[0] == KEY  # not derived from SECRET_KEY
     old = settings.AGORA_KEY_ENCRYPTION_KEY
@@ -88,7 +88,7 @@ def test_without_the_setting_a_key_is_generated_once_into_a_private_file(setting
 
 def test_rotation_reseals_every_key_with_the_new_one(settings):
     provider = Provider.objects.create(
-        name="p", base_url="https://h.example/v1", api_key_sealed=key_vault.seal(KEY, "h.example")
+        name="p", base_url="https://h.example/v1", api_key_sealed=key_vault.seal(KEY, "https://h.example:443")
     )
     before = provider.api_key_sealed
     settings.AGORA_KEY_ENCRYPTION_KEY = "the-new-one"
@@ -98,21 +98,22 @@ def test_rotation_reseals_every_key_with_the_new_one(settings):
     call_command("rotate_provider_keys", "--old", "test-encryption-key-not-the-secret-key", stdout=out)
     provider.refresh_from_db()
     assert "1 stored key(s) re-encrypted" in out.getvalue() and provider.api_key_sealed != before
-    assert key_vault.open_sealed(provider.api_key_sealed) == (KEY, "h.example")  # no fallback needed now
+    assert key_vault.open_sealed(provider.api_key_sealed) == (KEY, "https://h.example:443")  # no fallback needed
 
 
-def test_a_stored_key_goes_only_to_the_host_it_was_entered_for(keyed):
+def test_a_stored_key_goes_only_to_the_origin_it_was_entered_for(keyed):
+    bound_to = key_vault.origin(keyed.base_url)
     provider = Provider.objects.create(
-        name="p", base_url=keyed.base_url, default_model="fake-chat", api_key_sealed=key_vault.seal(KEY, "127.0.0.1")
+        name="p", base_url=keyed.base_url, default_model="fake-chat", api_key_sealed=key_vault.seal(KEY, bound_to)
     )
     assert async_to_sync(clients.provider_client(provider).list_models)() == ["fake-chat", "fake-large"]
     provider.base_url = keyed.base_url.replace("127.0.0.1", "localhost")  # re-pointed (admin, database)
     with translation.override("en"):  # the reason is said in the active language
         moved = clients.provider_client(provider)
-    assert isinstance(moved, clients.RefusedClient) and "entered for 127.0.0.1" in moved.reason
+    assert isinstance(moved, clients.RefusedClient) and f"entered for {bound_to}" in moved.reason
     with pytest.raises(ProviderUnavailable):
         async_to_sync(moved.ensure_ready)()
-    # the host is inside the sealed token: editing the row cannot re-bind it
+    # the origin is inside the sealed token: editing the row cannot re-bind it
     assert "127.0.0.1" not in provider.api_key_sealed
 
 

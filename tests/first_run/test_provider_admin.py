@@ -74,7 +74,7 @@ def test_a_label_without_latin_letters_or_a_taken_name_is_refused(superuser):
 
 
 def test_the_stored_key_shows_as_its_tail_only(superuser):
-    sealed = key_vault.seal(KEY, "api.example.com")
+    sealed = key_vault.seal(KEY, "https://api.example.com:443")
     provider = Provider.objects.create(name="p", base_url="https://api.example.com/v1", api_key_sealed=sealed)
     admin = admin_client(superuser)
     for url in ("/admin/debates/provider/", f"/admin/debates/provider/{provider.pk}/change/"):

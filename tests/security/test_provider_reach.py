@@ -139,9 +139,9 @@ def test_the_default_key_never_reaches_another_host(canary, quick, superuser, li
     assert async_to_sync(runner.execute)(debate.pk) == "failed"
     assert not canary.seen, canary.seen
 
-    # The same checks with the key bound to this host (OPENAI_API_KEY_HOSTS) do send it: the
+    # The same checks with the key bound to this origin (OPENAI_API_KEY_HOSTS) do send it: the
     # canary would have seen it above.
-    settings.OPENAI_API_KEY_HOSTS = ["127.0.0.1"]
+    settings.OPENAI_API_KEY_HOSTS = [canary.base_url.removesuffix("/v1")]
     act(admin, "test_connection", rows[0])
     assert f"Bearer {DEFAULT_KEY}" in canary.bearers()
 
@@ -283,3 +283,99 @@ async def test_a_turn_error_says_the_status_not_the_servers_words(fast_llm, libr
     for path, text in (await sync_to_async(pages)()).items():
         assert "HTTP 400" in text and MARKER not in text, path
     assert MARKER in caplog.text, "the operator's log keeps what the server said"
+
+
+# -- a stored key stays with the origin it was entered for (hardening round three) ----------------------------
+
+KEY = "sk-origin-bound-key-0123456789abcdef"
+
+
+@pytest.fixture
+def vault(settings, tmp_path):
+    settings.AGORA_KEY_ENCRYPTION_KEY = "test-encryption-key-not-the-secret-key"
+    settings.AGORA_KEY_ENCRYPTION_KEY_FALLBACKS = []
+    settings.AGORA_KEY_ENCRYPTION_KEY_FILE = str(tmp_path / "generated.key")
+
+
+@pytest.fixture
+def private_staff(provider_staff):
+    """Provider staff who may also point providers at loopback and private addresses: only the
+    stored key's origin stands between them and the key."""
+    provider_staff.user_permissions.add(Permission.objects.get(codename="use_private_provider_addresses"))
+    return type(provider_staff).objects.get(pk=provider_staff.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_provider_moved_to_another_port_gets_no_key(vault, quick, superuser, private_staff, alice, libraries):
+    from asgiref.sync import async_to_sync
+
+    from testkit.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer(api_key=KEY, models=["m"]) as keyed, FakeOpenAIServer(models=["m"]) as other:
+        owner = english_client(superuser)
+        form = {"service": "other", "base_url": keyed.base_url, "api_key": KEY}
+        assert owner.post("/connect/", form).status_code == 302
+        provider = Provider.objects.get()
+        assert keyed.requests[-1].bearer_sha256, "the key did go to its own server"
+
+        # Staff move it to another port of the same host and press "Test connection" and "Fetch models".
+        staff_admin = english_client(private_staff)
+        change = f"{PROVIDERS}{provider.pk}/change/"
+        moved = {"name": provider.name, "base_url": other.base_url, "default_model": "m", "concurrency": "1"}
+        response = staff_admin.post(change, moved | {"timeout": "5", "_test": "1"}, follow=True)
+        assert not keyed_requests(other), "the key went to the other port"
+        said = " ".join(str(m) for m in response.context["messages"])
+        assert "enter it again" in said, said
+        act(staff_admin, "test_connection", provider)
+        act(staff_admin, "fetch_models", provider)
+        # Approved again by the owner, a debate on it sends no key there either.
+        act(owner, "approve", provider)
+        provider.refresh_from_db()
+        debate = Debate.objects.create(owner=alice, question="念佛与参禅？", format="duel", provider=provider)
+        async_to_sync(runner.execute)(debate.pk)
+        assert not keyed_requests(other), other.requests
+
+
+def keyed_requests(server) -> list:
+    """The requests that reached `server` carrying an Authorization header."""
+    return [r for r in server.requests if "authorization" in r.headers]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "moved", ["https://127.0.0.1:{port}/v1", "http://127.0.0.1:{other}/v1", "http://localhost:{port}/v1"]
+)
+def test_a_sealed_key_opens_only_for_its_scheme_host_and_port(vault, moved):
+    from django.utils import translation
+
+    from debates import clients, key_vault
+
+    provider = Provider(name="p", base_url="http://127.0.0.1:8001/v1", default_model="m")
+    provider.api_key_sealed = key_vault.seal(KEY, key_vault.origin(provider.base_url))
+    assert clients.provider_key(provider) == (KEY, "")
+    provider.base_url = moved.format(port=8001, other=8002)
+    with translation.override("en"):
+        key, why = clients.provider_key(provider)
+    assert key is None and "http://127.0.0.1:8001" in why, why
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("moved", ["http://api.deepseek.com/v1", "https://api.deepseek.com:8443/v1"])
+def test_a_key_variable_bound_to_a_host_goes_to_its_scheme_and_port_only(settings, monkeypatch, moved):
+    from django.core.exceptions import ValidationError
+
+    from debates import provider_keys
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", DEFAULT_KEY)
+    settings.AGORA_PROVIDER_KEY_VARS = ["DEEPSEEK_API_KEY@api.deepseek.com", "OPENAI_API_KEY"]
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY_HOSTS = "https://api.deepseek.com/v1", []
+    for variable, key in (("DEEPSEEK_API_KEY", KEY), ("OPENAI_API_KEY", DEFAULT_KEY)):
+        assert provider_keys.read(variable, "https://api.deepseek.com/v1") == (key, "")
+        assert provider_keys.read(variable, moved)[0] is None, variable
+        with pytest.raises(ValidationError):
+            Provider(name="p", base_url=moved, default_model="m", api_key_env=variable).full_clean()
+    # An origin written out binds a key to an http server on its own port.
+    settings.AGORA_PROVIDER_KEY_VARS = ["DEEPSEEK_API_KEY@http://10.0.0.5:8000"]
+    assert provider_keys.read("DEEPSEEK_API_KEY", "http://10.0.0.5:8000/v1") == (KEY, "")
+    assert provider_keys.read("DEEPSEEK_API_KEY", "http://10.0.0.5:8001/v1")[0] is None
