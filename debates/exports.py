@@ -21,11 +21,12 @@ from django.utils.translation import gettext as _
 
 from agora.text import strip_invisible
 from debates import audience
-from debates.access import shows_internals
+from debates.access import can_control, shows_internals
 from debates.engine.i18n import language_of
 from debates.engine.report import render_transcript, render_verdict
 from debates.engine.text import topic_slug
 from debates.models import Debate
+from debates.options import described, union
 from debates.rendering import inert_markdown, redact_urls, strip_invisible_deep
 from personas.models import name_in, names_by_language
 
@@ -161,15 +162,27 @@ def export_payload(debate: Debate, user) -> dict:
         return _payload(debate, user)
 
 
+def _from_the_caller() -> set[str]:
+    """The options the OpenAI door fills from the caller's chat (its system message, the turns
+    before the question), as each option declares (`from_chat`)."""
+    return {name for name in union() if described(name).from_chat}
+
+
 def _payload(debate: Debate, user) -> dict:
     rep = getattr(debate, "report", None) if hasattr(debate, "report") else None
+    # The caller's own words (a chat's system message and history, or "About you" and the material
+    # typed on the form) and the prompts that carry them are the owner's: a share-link visitor or
+    # anyone else who may only read the debate gets the debate without them.
+    private = not can_control(user, debate)
     payload = {
         "id": debate.pk,
         "question": debate.question,
         "format": debate.format,
         "status": debate.status,
         "status_detail": debate.status_detail,
-        "options": debate.options,
+        "options": {k: v for k, v in debate.options.items() if k not in _from_the_caller()}
+        if private
+        else debate.options,
         "topic_slug": debate.topic_slug,
         "warnings": debate.warnings,
         "created_at": debate.created_at.isoformat(),
@@ -204,7 +217,7 @@ def _payload(debate: Debate, user) -> dict:
                 "usage_estimated": t.usage_estimated,
                 "cost_usd": t.cost,
                 "model": t.model,
-                "messages": t.messages,
+                "messages": [] if private else t.messages,
                 "data": t.data,
                 "history": t.history,
             }
