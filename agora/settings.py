@@ -352,6 +352,19 @@ AGORA_MAX_API_BODY_BYTES = int(os.environ.get("AGORA_MAX_API_BODY_BYTES") or DAT
 # A person at the table has this many seconds to write their turn; then a model speaks for them or
 # the turn passes, as the start form chose.
 AGORA_HUMAN_DEADLINE = float(os.environ.get("AGORA_HUMAN_DEADLINE", "600"))
+# The live audience without an account (docs/audience.md): a browser that drops its voter cookie is
+# a new viewer each time, so what anonymous viewers may do is also counted per address (an IPv6
+# /64 is one) and per share link. Per address: votes per phase and up-votes per question (a class
+# of 30 behind one NAT votes whole), questions per debate and the seconds between two of them.
+# Per link: the same, for every address together. Signed-in viewers keep their per-user rules.
+AGORA_AUDIENCE_PER_ADDRESS = int(os.environ.get("AGORA_AUDIENCE_PER_ADDRESS", "30"))
+AGORA_AUDIENCE_QUESTIONS_PER_ADDRESS = int(os.environ.get("AGORA_AUDIENCE_QUESTIONS_PER_ADDRESS", "15"))
+AGORA_AUDIENCE_ADDRESS_INTERVAL = int(os.environ.get("AGORA_AUDIENCE_ADDRESS_INTERVAL", "10"))
+AGORA_AUDIENCE_PER_LINK = int(os.environ.get("AGORA_AUDIENCE_PER_LINK", "500"))
+AGORA_AUDIENCE_QUESTIONS_PER_LINK = int(os.environ.get("AGORA_AUDIENCE_QUESTIONS_PER_LINK", "100"))
+# The moderated chair takes a question by itself only with this many signed-in up-voters besides
+# its asker (anonymous up-votes can be stuffed; accounts are made by the operator).
+AGORA_AUDIENCE_CHAIR_UPVOTERS = int(os.environ.get("AGORA_AUDIENCE_CHAIR_UPVOTERS", "3"))
 # USD per million input and output tokens of the default provider ("0.27,1.1"), when the offline
 # price table (genai-prices) does not know its model; Provider rows carry their own in the admin.
 AGORA_PRICE_PER_MTOK = os.environ.get("AGORA_PRICE_PER_MTOK", "")

@@ -4,6 +4,8 @@ Who: anyone who may see the debate (its owner, a share link's visitors, signed i
 see every debate, people at the table). A viewer is "user:<pk>" when signed in, else
 "anon:<id>", the id of a signed cookie (`VOTER_COOKIE`) given to the browser on its first vote or
 question: one vote per phase per viewer (a second replaces the first), one up-vote per question.
+A browser that drops its cookie is a new viewer each time (issue 47: 300 of 300 votes from one
+client), so anonymous viewers also share budgets per address and per share link (`_budget`).
 
 Votes: a "before" vote on the debate's sides until its first round ends, an "after" vote once the
 report is in; the owner can close voting. Sides: the duel's two masters, a position-based
@@ -23,6 +25,7 @@ each phase: material every speaker reads, never another speaker's words.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,11 +33,13 @@ from datetime import timedelta
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -48,6 +53,8 @@ from personas.models import name_in
 VOTER_COOKIE = "agora_voter"
 VOTER_SALT = "agora.audience.voter"
 VOTER_MAX_AGE = 365 * 24 * 3600
+ANONYMOUS = "anon:"
+ADDRESS_SALT = "agora.audience.address"
 MAX_QUESTION = 280  # characters
 QUESTION_INTERVAL = 30  # seconds between two questions of one viewer
 QUESTIONS_PER_VIEWER = 5  # open (not hidden) questions one viewer may have on one debate
@@ -89,6 +96,43 @@ def remember(request, response):
             secure=request.is_secure(),
         )
     return response
+
+
+def address_key(address: str | None) -> str:
+    """The network an anonymous viewer acts from, as the audience rows keep it: an IPv4 address,
+    or an IPv6 /64 (one client is given a whole /64 and may use any address in it), as a keyed
+    digest so the rows hold no address. Empty without an address (an in-process caller)."""
+    if not address:
+        return ""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        network = address  # not an address ("unknown"): every such viewer shares one budget
+    else:
+        ip = getattr(ip, "ipv4_mapped", None) or ip
+        network = str(ipaddress.ip_network(f"{ip}/64", strict=False)) if ip.version == 6 else str(ip)
+    return salted_hmac(ADDRESS_SALT, network, algorithm="sha256").hexdigest()[:32]
+
+
+def _key(voter: str, address: str | None) -> str:
+    """The address key an action is counted under: an anonymous viewer's only (signed-in viewers
+    keep their per-user rules, wherever they are)."""
+    return address_key(address) if voter.startswith(ANONYMOUS) else ""
+
+
+def _budget(voter: str, rows, key: str, per_address: int, per_link: int, *, address_full: str, link_full: str):
+    """Refuse an anonymous `voter`'s new action when `rows` (the same kind of action, where it
+    counts: a phase's votes, a debate's questions, a question's up-votes) already hold `per_address`
+    from their address or `per_link` from anonymous viewers at all: anonymous viewers reach a
+    debate only through its share link. Called under the audience row's lock, so the count is
+    exact however many arrive at once. A signed-in viewer's actions are not counted here."""
+    if not voter.startswith(ANONYMOUS):
+        return
+    anonymous = rows.filter(voter__startswith=ANONYMOUS)
+    if key and anonymous.filter(address=key).count() >= per_address:
+        raise Refused(address_full)
+    if anonymous.count() >= per_link:
+        raise Refused(link_full)
 
 
 def shown_voter(voter: str, users: dict[int, str]) -> str:
@@ -238,7 +282,10 @@ def _bump(debate_id: int, *, joined: bool = False) -> None:
     transaction.on_commit(lambda: announce(debate_id))
 
 
-def vote(debate: Debate, voter: str, choice: str, *, user=None) -> Vote:
+def vote(debate: Debate, voter: str, choice: str, *, user=None, address: str | None = None) -> Vote:
+    """`address`: where the request came from (REMOTE_ADDR), for an anonymous viewer's budget; a
+    vote that replaces the viewer's own is no new vote and always counts."""
+    key = _key(voter, address)
     with transaction.atomic():
         state = Audience.objects.select_for_update().get_or_create(debate=debate)[0]
         phase = open_phase(debate, state)
@@ -246,16 +293,30 @@ def vote(debate: Debate, voter: str, choice: str, *, user=None) -> Vote:
             raise Refused(_("Voting is not open now."))
         if choice not in {side.key for side in options(debate, state=state)}:
             raise Refused(_("Choose one of the sides."))
+        cast = Vote.objects.filter(debate=debate, phase=phase)
+        if not cast.filter(voter=voter).exists():
+            _budget(
+                voter,
+                cast,
+                key,
+                settings.AGORA_AUDIENCE_PER_ADDRESS,
+                settings.AGORA_AUDIENCE_PER_LINK,
+                address_full=_("Too many votes from your network without an account: sign in to vote."),
+                link_full=_("This share link has taken all the votes it may without an account: sign in to vote."),
+            )
         row, _created = Vote.objects.update_or_create(
-            debate=debate, phase=phase, voter=voter, defaults={"choice": choice, "user": user}
+            debate=debate, phase=phase, voter=voter, defaults={"choice": choice, "user": user, "address": key}
         )
         _bump(debate.pk, joined=True)
     return row
 
 
-def ask(debate: Debate, voter: str, text: str, *, user=None) -> FloorQuestion:
+def ask(debate: Debate, voter: str, text: str, *, user=None, address: str | None = None) -> FloorQuestion:
     """A question from the floor: plain text, one line, within MAX_QUESTION characters; a viewer
-    asks at most once per QUESTION_INTERVAL and keeps at most QUESTIONS_PER_VIEWER open ones."""
+    asks at most once per QUESTION_INTERVAL and keeps at most QUESTIONS_PER_VIEWER open ones.
+    Anonymous viewers from one `address` share one interval and a number of questions (hidden
+    ones too: hiding one frees no slot), and the share link a number for all of them."""
+    key = _key(voter, address)
     text = " ".join(strip_invisible(text or "").split())
     if not text:
         raise Refused(_("Write your question first."))
@@ -271,19 +332,48 @@ def ask(debate: Debate, voter: str, text: str, *, user=None) -> FloorQuestion:
             raise Refused(_("One question every %(n)d seconds: try again shortly.") % {"n": QUESTION_INTERVAL})
         if mine.filter(hidden=False, taken_at__isnull=True).count() >= QUESTIONS_PER_VIEWER:
             raise Refused(_("You have %(n)d open questions already.") % {"n": QUESTIONS_PER_VIEWER})
-        question = FloorQuestion.objects.create(debate=debate, voter=voter, user=user, text=text)
+        asked = FloorQuestion.objects.filter(debate=debate)
+        interval = settings.AGORA_AUDIENCE_ADDRESS_INTERVAL
+        if key and asked.filter(address=key, at__gt=timezone.now() - timedelta(seconds=interval)).exists():
+            raise Refused(_("One question from your network every %(n)d seconds: try again shortly.") % {"n": interval})
+        _budget(
+            voter,
+            asked,
+            key,
+            settings.AGORA_AUDIENCE_QUESTIONS_PER_ADDRESS,
+            settings.AGORA_AUDIENCE_QUESTIONS_PER_LINK,
+            address_full=_("Too many questions from your network without an account: sign in to ask."),
+            link_full=_("This share link has taken all the questions it may without an account: sign in to ask."),
+        )
+        question = FloorQuestion.objects.create(debate=debate, voter=voter, user=user, text=text, address=key)
         _bump(debate.pk, joined=True)
     return question
 
 
-def upvote(debate: Debate, voter: str, question_id: int) -> bool:
-    """One up-vote per viewer and question; False when it was there already."""
+def upvote(debate: Debate, voter: str, question_id: int, *, address: str | None = None) -> bool:
+    """One up-vote per viewer and question; False when it was there already. Anonymous up-votes
+    on one question are counted per address and per share link, as votes are."""
+    key = _key(voter, address)
     question = FloorQuestion.objects.filter(debate=debate, pk=question_id, hidden=False).first()
     if question is None:
         raise Refused(_("That question is not open."))
     try:
         with transaction.atomic():
-            FloorUpvote.objects.create(question=question, voter=voter)
+            Audience.objects.select_for_update().get_or_create(debate=debate)
+            given = FloorUpvote.objects.filter(question=question)
+            if not given.filter(voter=voter).exists():
+                _budget(
+                    voter,
+                    given,
+                    key,
+                    settings.AGORA_AUDIENCE_PER_ADDRESS,
+                    settings.AGORA_AUDIENCE_PER_LINK,
+                    address_full=_("Too many up-votes from your network without an account: sign in to up-vote."),
+                    link_full=_(
+                        "This share link has taken all the up-votes it may without an account: sign in to up-vote."
+                    ),
+                )
+            FloorUpvote.objects.create(question=question, voter=voter, address=key)
             _bump(debate.pk)
     except IntegrityError:
         return False
@@ -294,13 +384,37 @@ def _top(debate: Debate) -> FloorQuestion | None:
     return open_questions(debate).first()
 
 
+def chair_pick(debate: Debate) -> FloorQuestion | None:
+    """The question the chair may take by itself: the open one with the most signed-in up-voters
+    besides its asker, at least AGORA_AUDIENCE_CHAIR_UPVOTERS of them, never one from a viewer
+    the owner hid a question of (or removed). Anonymous up-votes do not count: a client that drops
+    its cookie, from as many addresses as it has, made the chair take "SYSTEM OVERRIDE…" with 40
+    of them (issue 47). Accounts are made by the operator; the owner still takes any by hand."""
+    hidden = FloorQuestion.objects.filter(debate=debate, hidden=True).values("voter")
+    signed_in = Q(upvotes__voter__startswith="user:") & ~Q(upvotes__voter=F("voter"))
+    return (
+        FloorQuestion.objects.filter(debate=debate, hidden=False, taken_at__isnull=True)
+        .exclude(voter__in=hidden)
+        .annotate(vouched=Count("upvotes__voter", filter=signed_in, distinct=True))
+        .filter(vouched__gte=settings.AGORA_AUDIENCE_CHAIR_UPVOTERS)
+        .order_by("-vouched", "at", "id")
+        .first()
+    )
+
+
 def take(debate: Debate, question_id: int | None = None, *, by: str = "owner") -> FloorQuestion:
-    """Into the next round: the chosen question, or the top one (most up-votes, then the oldest)."""
+    """Into the next round: the chosen question, or the top one (most up-votes, then the oldest);
+    the chair (`by="chair"`) only its own pick (`chair_pick`)."""
     with transaction.atomic():
         Audience.objects.select_for_update().get_or_create(debate=debate)
         if not asks_open(debate):
             raise Refused(_("This debate takes no more questions."))
-        chosen = _top(debate) if question_id is None else open_questions(debate).filter(pk=question_id).first()
+        if by == "chair":
+            chosen = chair_pick(debate)
+        elif question_id is None:
+            chosen = _top(debate)
+        else:
+            chosen = open_questions(debate).filter(pk=question_id).first()
         if chosen is None:
             raise Refused(_("There is no open question to take."))
         FloorQuestion.objects.filter(pk=chosen.pk).update(taken_at=timezone.now(), taken_by=by)

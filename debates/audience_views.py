@@ -40,13 +40,20 @@ def _user(request):
     return request.user if request.user.is_authenticated else None
 
 
+def _address(request) -> str:
+    """The peer as Django gives it (forwarded headers are honoured only from the configured
+    proxies, upstream of this view): what an anonymous viewer's budget per address counts. A
+    request without one shares the budget of every other such request."""
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
 @require_POST
 def vote(request, pk):
     debate = viewable_debate(request, pk)
     voter = audience.voter_of(request, create=True)
     error = ""
     try:
-        audience.vote(debate, voter, request.POST.get("choice", ""), user=_user(request))
+        audience.vote(debate, voter, request.POST.get("choice", ""), user=_user(request), address=_address(request))
     except audience.Refused as refusal:
         error = str(refusal)
     return _answer(request, "mine", debate, error=error)
@@ -58,7 +65,7 @@ def ask(request, pk):
     voter = audience.voter_of(request, create=True)
     text = request.POST.get("text", "")
     try:
-        audience.ask(debate, voter, text, user=_user(request))
+        audience.ask(debate, voter, text, user=_user(request), address=_address(request))
     except audience.Refused as refusal:
         return _answer(request, "ask", debate, error=str(refusal), asked=text[: audience.MAX_QUESTION])
     return _answer(request, "ask", debate, sent=True)
@@ -69,9 +76,9 @@ def upvote(request, pk, question_pk):
     debate = viewable_debate(request, pk)
     voter = audience.voter_of(request, create=True)
     try:
-        audience.upvote(debate, voter, question_pk)
+        audience.upvote(debate, voter, question_pk, address=_address(request))
     except audience.Refused:
-        pass  # the question was hidden or taken meanwhile: the panel already says so
+        pass  # hidden or taken meanwhile (the panel already says so), or past the budget: not counted
     return audience.remember(request, HttpResponse(status=204) if request.htmx else redirect(debate))
 
 

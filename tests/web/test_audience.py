@@ -30,9 +30,10 @@ def make_duel(owner) -> Debate:
     return debate
 
 
-def viewer(user=None, debate=None) -> Client:
-    """A browser: signed in as `user`, or an anonymous one that opened the share link."""
-    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+def viewer(user=None, debate=None, address: str = "127.0.0.1") -> Client:
+    """A browser: signed in as `user`, or an anonymous one that opened the share link; from
+    `address` (what Django gives as REMOTE_ADDR: the audience's limits per address key on it)."""
+    client = Client(HTTP_ACCEPT_LANGUAGE="en", REMOTE_ADDR=address)
     if user is not None:
         client.force_login(user)
     if debate is not None:
@@ -265,14 +266,15 @@ def test_questions_are_short_rate_limited_plain_text(libraries, alice, bob):
 
 
 def test_the_hostile_corpus_stays_inert_in_questions(libraries, alice, bob):
-    """Every text case of the corpus, asked through the form (as many viewers), on every page that
-    shows it: the owner's (with the moderation list), a share viewer's, the frames' part, after
-    being taken ("From the floor") and in the exports."""
+    """Every text case of the corpus, asked through the form (as many viewers, each from its own
+    address: one address is held to its budget), on every page that shows it: the owner's (with
+    the moderation list), a share viewer's, the frames' part, after being taken ("From the
+    floor") and in the exports."""
     from tests.security.conftest import TEXT_CASES, check_html
 
     debate = make_duel(alice)
-    for case in TEXT_CASES:
-        asker = viewer(debate=debate)
+    for n, case in enumerate(TEXT_CASES):
+        asker = viewer(debate=debate, address=f"127.0.3.{n + 1}")
         assert post(asker, debate, "ask", {"text": case.payload[:2000]}).status_code == 200, case.id
     assert FloorQuestion.objects.count() >= len(TEXT_CASES) // 2  # the empty and too long ones refused
     owner = viewer(alice)
