@@ -556,6 +556,7 @@ def public_context(debate: Debate, language: str | None = None) -> dict:
         "report_in": has_report(debate),
         "max_question": MAX_QUESTION,
         "chair_option": chair_may_take(debate),
+        "chair_upvoters": settings.AGORA_AUDIENCE_CHAIR_UPVOTERS,  # the switch says the chair's rule
     }
 
 

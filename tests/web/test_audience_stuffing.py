@@ -217,3 +217,11 @@ def test_the_chair_takes_only_on_enough_signed_in_up_voters_and_never_a_hidden_v
     assert audience.chair_take(debate.pk) == "Asked by a signed-in viewer?"
     # The owner still takes any open question by hand, whatever its up-votes.
     assert audience.take(debate, stuffed.pk).taken_by == "owner"
+
+
+def test_the_owner_is_told_what_the_chair_counts(libraries, alice):
+    """The switch says the chair's rule, so an owner who sees it take nothing knows why."""
+    debate = make_moderated(alice)
+    moderation = post(viewer(alice), debate, "settings", {"chair_takes": "1"}).content.decode()
+    need = settings.AGORA_AUDIENCE_CHAIR_UPVOTERS
+    assert f"once {need} signed-in viewers up-voted it" in moderation, moderation
