@@ -261,9 +261,16 @@ LOGGING = {
 # --- Agora ---------------------------------------------------------------------------------
 # The default LLM provider. With OPENAI_BASE_URL unset the bundled local model serves.
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
-# The hosts OPENAI_API_KEY (the default provider's key) may be sent to when a Provider row names it:
-# empty means OPENAI_BASE_URL's host (api.openai.com when that is unset); "*" any host.
+# Where OPENAI_API_KEY (the default provider's key) may be sent when a Provider row names it: each
+# a host (https on 443) or an origin (http://10.0.0.5:8000; a key goes to one scheme, host and
+# port); empty means OPENAI_BASE_URL's origin (https://api.openai.com when that is unset); "*" any.
 OPENAI_API_KEY_HOSTS = env_list("OPENAI_API_KEY_HOSTS", "")
+# A provider's address is where the server sends requests: loopback, private and link-local ones
+# (this machine's services, the LAN) take the use_private_provider_addresses permission, which
+# superusers have, so staff cannot turn "Test connection" into a port scanner. Networks listed
+# here (CIDRs, e.g. the team's GPU box "10.0.0.0/24") are open to every provider editor. Cloud
+# metadata addresses (169.254.0.0/16, 100.100.100.200) are refused to everyone.
+AGORA_PROVIDER_ALLOWED_NETWORKS = env_list("AGORA_PROVIDER_ALLOWED_NETWORKS", "")
 AGORA_MODEL = os.environ.get("AGORA_MODEL", "")
 AGORA_PROVIDER_CONCURRENCY = int(os.environ.get("AGORA_PROVIDER_CONCURRENCY", "4"))
 AGORA_PROVIDER_TIMEOUT = float(os.environ.get("AGORA_PROVIDER_TIMEOUT", "120"))

@@ -7,7 +7,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from debates import clients, provider_keys, provider_tools
+from debates import clients, provider_keys, provider_reach, provider_tools
 from debates.api import tokens
 from debates.models import ApiToken, Debate, Provider, Report, SearchProvider, Seat, Turn
 
@@ -29,6 +29,17 @@ class ProviderForm(forms.ModelForm):
         model = Provider
         fields = ("name", "default_model")  # the admin's fieldsets name the rest
         widgets = {"default_model": forms.TextInput(attrs={"list": "offered-models", "autocomplete": "off"})}
+
+    user = None  # who edits (ProviderAdmin.get_form)
+
+    def clean_base_url(self):
+        """A new address goes only where this user may point a provider (debates/provider_reach.py)."""
+        url = self.cleaned_data["base_url"]
+        if "base_url" in self.changed_data:
+            why = provider_reach.refusal(url, self.user)
+            if why:
+                raise forms.ValidationError(why)
+        return url
 
     def clean_name(self):
         slug = slugify(self.cleaned_data["name"])
@@ -141,9 +152,9 @@ class ProviderAdmin(admin.ModelAdmin):
     def _then_test_or_fetch(self, request, obj):
         """The page's "Test connection" and "Fetch models" buttons: the form was saved, then this."""
         if "_test" in request.POST:
-            outcome = provider_tools.check_connection(obj)
+            outcome = provider_tools.check_connection(obj, user=request.user)
         elif "_fetch" in request.POST:
-            outcome = provider_tools.fetch_models(obj)
+            outcome = provider_tools.fetch_models(obj, user=request.user)
         else:
             return None
         self.message_user(request, _waiting(obj, outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
@@ -156,13 +167,13 @@ class ProviderAdmin(admin.ModelAdmin):
     @admin.action(description=_("Test connection"))
     def test_connection(self, request, queryset):
         for provider in queryset:
-            outcome = provider_tools.check_connection(provider)
+            outcome = provider_tools.check_connection(provider, user=request.user)
             self.message_user(request, _waiting(provider, outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
 
     @admin.action(description=_("Fetch models (the start form offers them)"))
     def fetch_models(self, request, queryset):
         for provider in queryset:
-            outcome = provider_tools.fetch_models(provider)
+            outcome = provider_tools.fetch_models(provider, user=request.user)
             self.message_user(request, _waiting(provider, outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
 
     @admin.action(description=_("Approve: offer to users"), permissions=["approve"])
@@ -203,6 +214,7 @@ class ProviderAdmin(admin.ModelAdmin):
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)
+        form.user = request.user  # where this user may point it (ProviderForm.clean_base_url)
         form.base_fields["api_key_env"].help_text = _(
             "Name of the environment variable holding the key, never the key. This server allows: "
             "%(allowed)s (set by AGORA_PROVIDER_KEY_VARS). Never allowed: SECRET_KEY, DATABASE_URL, "

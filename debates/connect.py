@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django_htmx.http import HttpResponseClientRedirect
 
-from debates import key_vault, provider_tools
+from debates import key_vault, provider_reach, provider_tools
 from debates.models import Provider
 
 
@@ -97,10 +97,10 @@ class ConnectForm(forms.Form):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off", "spellcheck": "false"}),
     )
 
-    def __init__(self, *args, ollama_url: str = "", **kwargs):
+    def __init__(self, *args, ollama_url: str = "", user=None, **kwargs):
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
-        self.ollama_url = ollama_url
+        self.ollama_url, self.user = ollama_url, user
 
     @sensitive_variables("key")
     def clean(self):
@@ -116,6 +116,11 @@ class ConnectForm(forms.Form):
             data["url"] = self.ollama_url or provider_tools.ollama_base_url()
         else:
             data["url"] = service.base_url
+        # Before any request: where this person may not point a provider, the page tests nothing
+        # (it would be a port scanner of this machine and its network otherwise).
+        why = provider_reach.refusal(data["url"], self.user) if data["url"] else ""
+        if why:
+            self.add_error("base_url" if service.slug == "other" else None, why)
         key = data.get("api_key", "")
         if service.needs_key and not key:
             self.add_error("api_key", _("Paste the key %(service)s gave you.") % {"service": service.label})
@@ -158,9 +163,12 @@ def _name_for(service: Service, url: str) -> str:
     return name
 
 
-def _ollama() -> tuple[str, list[str]]:
-    """Ollama's address here, and the models it has pulled ([] when none answers)."""
+def _ollama(user) -> tuple[str, list[str]]:
+    """Ollama's address here, and the models it has pulled ([] when none answers, or when this
+    person may not use this machine's addresses)."""
     url = provider_tools.ollama_base_url()
+    if provider_reach.refusal(url, user):
+        return url, []
     probe = Provider(name="ollama", base_url=url, default_model="", timeout=2, concurrency=1)
     outcome = provider_tools.fetch_models(probe, save=False)
     return url, outcome.models if outcome.ok else []
@@ -184,7 +192,7 @@ def _page(request, form: ConnectForm, ollama_models: list[str], status: int = 20
 @login_required
 def connect(request):
     _owner_only(request)
-    ollama_url, ollama_models = _ollama()
+    ollama_url, ollama_models = _ollama(request.user)
     if request.method != "POST":
         wanted = request.GET.get("service", "")
         form = ConnectForm(
@@ -192,7 +200,7 @@ def connect(request):
             ollama_url=ollama_url,
         )
         return _page(request, form, ollama_models)
-    form = ConnectForm(request.POST, ollama_url=ollama_url)
+    form = ConnectForm(request.POST, ollama_url=ollama_url, user=request.user)
     if not form.is_valid():
         return _page(request, form, ollama_models, status=422)
     service = BY_SLUG[form.cleaned_data["service"]]
@@ -243,7 +251,7 @@ def choose_model(request, pk: int):
     _owner_only(request)
     provider = get_object_or_404(Provider, pk=pk)
     if request.method == "POST" and "refresh" in request.POST:
-        outcome = provider_tools.fetch_models(provider)
+        outcome = provider_tools.fetch_models(provider, user=request.user)
         (messages.success if outcome.ok else messages.error)(request, outcome.message)
         target = reverse("debates:connect_model", args=[provider.pk])
         return HttpResponseClientRedirect(target) if request.htmx else redirect(target)

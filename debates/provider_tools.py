@@ -1,5 +1,7 @@
 """What the admin and `make run` do with providers: test a connection, fetch the models a server
-offers, and find a local Ollama. Each answer is a sentence for the person who asked."""
+offers, and find a local Ollama. Each answer is a sentence for the person who asked: the status and
+the kind of a failure, never what the server said. A check someone asks for (`user`) goes only
+where that person may point a provider (debates/provider_reach.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from asgiref.sync import async_to_sync
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from debates import clients
+from debates import clients, provider_reach
 from debates.models import Provider
 from debates.providers.base import ProviderError
 
@@ -24,8 +26,12 @@ class Outcome:
     models: list[str]
 
 
-def fetch_models(provider: Provider, *, save: bool = True) -> Outcome:
-    """Ask the provider's server which models it offers (the SDK's `models.list()`)."""
+def fetch_models(provider: Provider, *, save: bool = True, user=None) -> Outcome:
+    """Ask the provider's server which models it offers (the SDK's `models.list()`). `user`: who
+    asked (None: the server itself, e.g. `make run` looking for Ollama)."""
+    why = provider_reach.refusal(provider.base_url, user) if user is not None else ""
+    if why:
+        return Outcome(False, f"{provider.name}: {why}", [])
     client = clients.provider_client(provider, unapproved=True)
     list_models = getattr(client, "list_models", None)
     if list_models is None:  # a refused key variable: say why, send nothing
@@ -48,11 +54,11 @@ def fetch_models(provider: Provider, *, save: bool = True) -> Outcome:
     return Outcome(True, message, models)
 
 
-def check_connection(provider: Provider) -> Outcome:
+def check_connection(provider: Provider, *, user=None) -> Outcome:
     """Can Agora talk to this provider? Listing its models says so; a server that lists none is
     asked for a one-token reply from its default model instead."""
-    listed = fetch_models(provider, save=False)
-    if listed.ok:
+    listed = fetch_models(provider, save=False, user=user)
+    if listed.ok or (user is not None and provider_reach.refusal(provider.base_url, user)):
         return listed
     client = clients.provider_client(provider, unapproved=True)
     if not hasattr(client, "list_models") or not provider.default_model:

@@ -55,4 +55,7 @@ def http_client() -> httpx2.AsyncClient:
     if not hasattr(pool, "_network_backend"):
         raise RuntimeError("httpcore's connection pool no longer takes its backend as _network_backend")
     pool._network_backend = Backend()
-    return openai.DefaultAsyncHttpxClient(transport=transport)
+    # No redirects: an OpenAI-compatible API answers where it is asked, and a provider that
+    # answers 302 to a loopback address would otherwise have this server read it for whoever
+    # pointed the provider there (the key is not resent, but the answer is shown as models).
+    return openai.DefaultAsyncHttpxClient(transport=transport, follow_redirects=False)

@@ -178,6 +178,11 @@ def test_staff_need_the_provider_permissions_and_their_provider_waits(keyed, ali
     assert Client().get("/connect/").status_code == 302  # to the login page
     staff.user_permissions.add(*Permission.objects.filter(codename__in=["add_provider", "change_provider"]))
     staff = django_user_model.objects.get(pk=staff.pk)
+    # This server is on loopback: that takes one more permission (the owner has it).
+    response = connect(client_for(staff), keyed.base_url)
+    assert response.status_code == 422 and "loopback or private address" in response.content.decode()
+    staff.user_permissions.add(Permission.objects.get(codename="use_private_provider_addresses"))
+    staff = django_user_model.objects.get(pk=staff.pk)
     assert connect(client_for(staff), keyed.base_url).status_code == 302
     assert not Provider.objects.get().approved  # as in the admin: a superuser approves it
 

@@ -94,6 +94,14 @@ def provider_staff(staff):
     return type(staff).objects.get(pk=staff.pk)
 
 
+@pytest.fixture
+def private_staff(provider_staff):
+    """Provider staff who may also point providers at loopback and private addresses: only the
+    stored key's origin stands between them and the key."""
+    provider_staff.user_permissions.add(Permission.objects.get(codename="use_private_provider_addresses"))
+    return type(provider_staff).objects.get(pk=provider_staff.pk)
+
+
 def act(client, action: str, *rows, changelist: str = PROVIDERS) -> list[str]:
     """Run an admin action on `rows`; the messages it left."""
     response = client.post(changelist, {"action": action, "_selected_action": [row.pk for row in rows]})
@@ -162,12 +170,10 @@ REPLIES = [
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("status", "body", "content_type", "said"), REPLIES)
-def test_provider_checks_show_the_status_never_the_body(
-    canary, quick, provider_staff, status, body, content_type, said
-):
+def test_provider_checks_show_the_status_never_the_body(canary, quick, private_staff, status, body, content_type, said):
     canary.answers(status, body, content_type)
     provider = Provider.objects.create(name="internal", base_url=canary.base_url, default_model="m")
-    admin = english_client(provider_staff)
+    admin = english_client(private_staff)
     messages = act(admin, "test_connection", provider) + act(admin, "fetch_models", provider)
     assert canary.seen, "the checks did reach the server"
     assert all(MARKER not in m for m in messages), messages
@@ -178,9 +184,9 @@ def test_provider_checks_show_the_status_never_the_body(
 
 
 @pytest.mark.django_db
-def test_an_unreachable_provider_is_said_so(quick, provider_staff):
+def test_an_unreachable_provider_is_said_so(quick, private_staff):
     provider = Provider.objects.create(name="down", base_url=f"http://127.0.0.1:{closed_port()}/v1", default_model="m")
-    messages = act(english_client(provider_staff), "test_connection", provider)
+    messages = act(english_client(private_staff), "test_connection", provider)
     assert "cannot reach" in messages[0], messages
 
 
@@ -211,11 +217,11 @@ def start_form_errors(values: dict) -> dict:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_provider_staff_add_is_offered_once_a_superuser_approves_it(
-    canary, quick, provider_staff, superuser, alice, plain_library
+def test_a_private_staff_add_is_offered_once_a_superuser_approves_it(
+    canary, quick, private_staff, superuser, alice, plain_library
 ):
     canary.answers(200, {"object": "list", "data": [{"id": "loopback-only-model", "object": "model"}]})
-    staff_admin, root_admin = english_client(provider_staff), english_client(superuser)
+    staff_admin, root_admin = english_client(private_staff), english_client(superuser)
     form = {"name": "internal", "base_url": canary.base_url, "default_model": "m", "concurrency": "1", "timeout": "5"}
     assert staff_admin.post(f"{PROVIDERS}add/", form).status_code == 302
     provider = Provider.objects.get(name="internal")
@@ -297,14 +303,6 @@ def vault(settings, tmp_path):
     settings.AGORA_KEY_ENCRYPTION_KEY_FILE = str(tmp_path / "generated.key")
 
 
-@pytest.fixture
-def private_staff(provider_staff):
-    """Provider staff who may also point providers at loopback and private addresses: only the
-    stored key's origin stands between them and the key."""
-    provider_staff.user_permissions.add(Permission.objects.get(codename="use_private_provider_addresses"))
-    return type(provider_staff).objects.get(pk=provider_staff.pk)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_provider_moved_to_another_port_gets_no_key(vault, quick, superuser, private_staff, alice, libraries):
     from asgiref.sync import async_to_sync
@@ -379,3 +377,46 @@ def test_a_key_variable_bound_to_a_host_goes_to_its_scheme_and_port_only(setting
     settings.AGORA_PROVIDER_KEY_VARS = ["DEEPSEEK_API_KEY@http://10.0.0.5:8000"]
     assert provider_keys.read("DEEPSEEK_API_KEY", "http://10.0.0.5:8000/v1") == (KEY, "")
     assert provider_keys.read("DEEPSEEK_API_KEY", "http://10.0.0.5:8001/v1")[0] is None
+
+
+# -- loopback, private and metadata addresses take a permission (hardening round three) -----------------------
+
+
+@pytest.mark.django_db
+def test_provider_staff_cannot_point_a_provider_at_this_machine(canary, quick, provider_staff):
+    canary.answers(200, {"object": "list", "data": [{"id": "root:x:0:0:root:/root:/bin/bash", "object": "model"}]})
+    admin = english_client(provider_staff)
+    form = {"name": "internal", "base_url": canary.base_url, "default_model": "m", "concurrency": "1", "timeout": "5"}
+    response = admin.post(f"{PROVIDERS}add/", form)
+    assert response.status_code == 200 and not Provider.objects.exists()
+    assert "loopback or private address" in response.content.decode()
+    # A row written straight into the database (or by someone allowed) is not tested for them either.
+    provider = Provider.objects.create(name="internal", base_url=canary.base_url, default_model="m")
+    for action in ("test_connection", "fetch_models"):
+        (said,) = act(admin, action, provider)
+        assert "loopback or private address" in said and "root:x" not in said, said
+    # Nor is the Connect page a way round it (a port scanner: every answer differs).
+    response = admin.post("/connect/", {"service": "other", "base_url": canary.base_url, "api_key": ""})
+    page = response.content.decode()
+    assert response.status_code == 422 and "loopback or private address" in page and "root:x" not in page
+    assert not canary.seen, canary.seen
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/v1"])
+def test_a_metadata_address_is_refused_even_to_the_owner(quick, superuser, url):
+    response = english_client(superuser).post("/connect/", {"service": "other", "base_url": url, "api_key": ""})
+    assert response.status_code == 422 and "cloud metadata" in response.content.decode()
+    assert not Provider.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_provider_answering_with_a_redirect_is_not_followed(quick, superuser):
+    with Canary() as front, Canary() as behind:
+        front.answers(302, b"", "text/plain", Location=f"{behind.base_url}/models")
+        response = english_client(superuser).post(
+            "/connect/", {"service": "other", "base_url": front.base_url, "api_key": "sk-some-key-0123456789"}
+        )
+        page = response.content.decode()
+        assert front.seen and not behind.seen, behind.seen
+        assert response.status_code == 422 and "HTTP 302" in page, page[-3000:]
