@@ -377,12 +377,20 @@ class DebateForm(forms.Form):
 
     def _refuse_what_the_format_decides(self, fmt: Format, data: dict) -> bool:
         """A mode that is not one of the format's, or rounds for a format that sets its own (a
-        stale page, the CLI, the API): said beside the field. Other options a format does not
-        take are not its business and stay unused."""
+        stale page, the CLI, the API): said beside the field, as is any other option given a value
+        that the format does not take (it would have no effect: silence would hide a mistake)."""
         refused = False
         for name in options.union():
             opt, value = options.described(name, fmt), data.get(name)
-            if opt.kind == "modes" and value and fmt.mode(value) is None:
+            taken = name in fmt.options() or opt.kind in ("round_count", "modes")  # these two: below
+            if not taken and not options.is_empty(value):
+                self.add_error(
+                    name,
+                    _("“%(option)s” does not apply to the %(format)s format: leave it empty.")
+                    % {"option": gettext(opt.label), "format": gettext(fmt.label)},
+                )
+                refused = True
+            elif opt.kind == "modes" and value and fmt.mode(value) is None:
                 if fmt.modes:
                     labels = ", ".join(gettext(m.label) for m in fmt.modes)
                     self.add_error(name, _("Choose one of this format's modes: %(modes)s.") % {"modes": labels})

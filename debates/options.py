@@ -373,11 +373,16 @@ def cli_values(parsed: dict[str, Any], unattended: bool = False) -> dict[str, An
         else:
             given[name] = raw
     values = {name: _from_terminal(described(name), raw) for name, raw in given.items()}
-    return {**unattended_values(), **values} if unattended else values
+    return {**unattended_values(parsed.get("format")), **values} if unattended else values
 
 
-def unattended_values() -> dict[str, Any]:
-    """What every option that says what to do when nobody can answer is set to at a door where
-    nobody can (a terminal without input, a chat client, an agent): the roundtable runs through
-    its checkpoint rather than wait there for ever."""
-    return {name: described(name).unattended for name in union() if described(name).unattended is not None}
+def unattended_values(fmt_name: str | None) -> dict[str, Any]:
+    """What every option of the format `fmt_name` that says what to do when nobody can answer is
+    set to at a door where nobody can (a terminal without input, a chat client, an agent): the
+    roundtable runs through its checkpoint rather than wait there for ever. Only the format's own:
+    another format's option would be refused as not applying."""
+    return {
+        name: described(name).unattended
+        for name, takers in union().items()
+        if fmt_name in takers and described(name).unattended is not None
+    }

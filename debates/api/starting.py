@@ -56,7 +56,7 @@ def start(body: dict, owner, *, door: str, unattended: bool = False) -> Debate:
     are set where the body does not set them. Raises `Invalid`, or the admission's `Refused`
     (the running limit, a budget)."""
     if unattended:
-        body = {**unattended_values(), **body}
+        body = {**unattended_values(body.get("format")), **body}
     try:
         payload = DebateStart.model_validate(body)
     except ValidationError as exc:

@@ -13,8 +13,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("libraries", "no_ru
 
 
 def post(client, **fields):
-    data = {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel", "research_budget": "standard"}
+    data = {"topic": "念佛与参禅，哪条路更适合现代人修行？", "format": "duel"}
     data.update({k: v for k, v in fields.items() if v is not None})
+    if data["format"] == "panel":  # the page shows the research budget for the panel alone
+        data.setdefault("research_budget", "standard")
     return client.post("/debates/new/", data)
 
 
