@@ -234,6 +234,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("AGORA_LOGIN_COOLOFF_
 # A refused attempt is not counted (no write, and the cool-off is not pushed further out).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "agora.login_throttle.locked_out"
+# No "AXES: BEGIN" line at every start of every command; failures and lockouts are still logged.
+AXES_VERBOSE = False
 
 # LOG_FORMAT=json writes one JSON object per line, for a log collector. Either way a line logged
 # while a debate runs names the debate and its runner (agora.logs).
