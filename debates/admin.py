@@ -315,21 +315,22 @@ class ApiTokenAdmin(admin.ModelAdmin):
     someone else; whose it is and when it was revoked never change after it is made (revoking is
     the action, and a revoked token stays revoked)."""
 
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
-    list_filter = ("revoked_at",)
+    list_display = ("name", "user", "prefix", "read_only", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at", "read_only")
     search_fields = ("name", "user__username", "prefix")
     autocomplete_fields = ("user",)
     actions = ("revoke",)
 
     def get_fields(self, request, obj=None):
         if obj is not None:
-            return ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
-        return ("user", "name") if request.user.is_superuser else ("name",)
+            return ("user", "name", "prefix", "read_only", "created_at", "last_used_at", "revoked_at")
+        return ("user", "name", "read_only") if request.user.is_superuser else ("name", "read_only")
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return ()
-        return ("user", "prefix", "created_at", "last_used_at", "revoked_at")
+        # The scope is chosen when the token is made, as its user is: a new token for another scope.
+        return ("user", "prefix", "read_only", "created_at", "last_used_at", "revoked_at")
 
     def save_model(self, request, obj, form, change):
         token = None

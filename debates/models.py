@@ -521,6 +521,12 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+    # Tokens made before scopes existed keep what they had: full access.
+    read_only = models.BooleanField(
+        _("read only"),
+        default=False,
+        help_text=_("Lists, reads, exports and follows debates; cannot start, stop or delete any."),
+    )
     # The site's language its owner used when making it (`issue`); empty: the site's default.
     language = models.CharField(
         _("language"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.utils import translation
+from ninja.errors import HttpError
 from ninja.security import HttpBearer
 
 from debates.api import tokens
@@ -13,6 +14,9 @@ class BearerToken(HttpBearer):
         row = tokens.row_for(token)
         if row is None:
             return None
+        # Every operation that changes something is a POST or a DELETE; reading is GET.
+        if row.read_only and request.method not in ("GET", "HEAD", "OPTIONS"):
+            raise HttpError(403, tokens.read_only_refusal())
         # The access rules (debates.access) read request.user, as the web views do.
         request.user = row.user
         request.api_token = token  # open streams ask again whether it still opens the API

@@ -19,6 +19,11 @@ class TokenForm(forms.Form):
         max_length=100,
         help_text=gettext_lazy("What the token is for, e.g. the script that uses it."),
     )
+    read_only = forms.BooleanField(
+        label=gettext_lazy("Read only"),
+        required=False,
+        help_text=gettext_lazy("For a dashboard or an MCP client that only reads: it cannot start, stop or delete."),
+    )
 
 
 @login_required
@@ -26,7 +31,8 @@ def token_list(request):
     form = TokenForm(request.POST or None)
     made = None
     if request.method == "POST" and form.is_valid():
-        _row, made = tokens.issue(request.user, form.cleaned_data["name"].strip())
+        data = form.cleaned_data
+        _row, made = tokens.issue(request.user, data["name"].strip(), read_only=data["read_only"])
         form = TokenForm()
     context = {
         "form": form,

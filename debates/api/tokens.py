@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import get_language, get_supported_language_variant
+from django.utils.translation import get_language, get_supported_language_variant, gettext
 
 from debates.models import ApiToken
 
@@ -38,10 +38,16 @@ def fill(row: ApiToken) -> str:
     return token
 
 
-def issue(user, name: str, language: str | None = None) -> tuple[ApiToken, str]:
+def issue(user, name: str, language: str | None = None, *, read_only: bool = False) -> tuple[ApiToken, str]:
     """A new token for `user`; the API answers it in `language` (default: the language in force,
-    the one its owner reads the site in) when a request asks for none."""
-    row = ApiToken(user=user, name=name, language=language if language is not None else (get_language() or ""))
+    the one its owner reads the site in) when a request asks for none. `read_only`: it reads and
+    follows debates but cannot start, stop or delete one (a dashboard's, an MCP client's)."""
+    row = ApiToken(
+        user=user,
+        name=name,
+        language=language if language is not None else (get_language() or ""),
+        read_only=read_only,
+    )
     token = fill(row)
     row.save()
     return row, token
@@ -93,6 +99,7 @@ class Caller:
     language: str | None
     token: str
     site: str = ""
+    read_only: bool = False
 
 
 def caller_for(token: str, *, request=None, site: str = "") -> Caller | None:
@@ -109,7 +116,7 @@ def caller_for(token: str, *, request=None, site: str = "") -> Caller | None:
             language = get_supported_language_variant(row.language) if row.language else settings.LANGUAGE_CODE
         except LookupError:
             language = settings.LANGUAGE_CODE
-    return Caller(row.user, language, token, site)
+    return Caller(row.user, language, token, site, row.read_only)
 
 
 def is_live(token: str) -> bool:
@@ -124,3 +131,8 @@ def revoke(user, pk: int) -> bool:
 def revoke_all(queryset) -> int:
     """Revoke the live tokens among `queryset` (a revoked one keeps its first revocation time)."""
     return queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def read_only_refusal() -> str:
+    """What a read-only token hears when it asks to change something, at every door."""
+    return gettext("This API token is read-only: it cannot start, stop or delete debates. Make a full one to do that.")

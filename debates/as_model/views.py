@@ -77,6 +77,8 @@ async def chat_completions(request):
     if caller is None:
         return _no_token()
     with translation.override(caller.language or translation.get_language()):
+        if caller.read_only:  # every chat here starts a debate
+            return errors.error(403, tokens.read_only_refusal(), kind="permission_error")
         try:
             chat = await sync_to_async(parse)(request.body)
         except Bad as bad:

@@ -217,6 +217,9 @@ def build(token: str | None = None) -> Server:
         if tool is None:
             return _failed(Failure(f"No such tool: {params.name}."))
         caller = await caller_of(ctx)
+        if caller.read_only and not tool.read_only:  # a read-only token reads and follows only
+            with translation.override(caller.language):
+                return _failed(Failure(tokens.read_only_refusal()))
         try:
             given = params.arguments or {}
             if tool.arguments is not None:
