@@ -320,14 +320,21 @@ AGORA_PROVIDER_KEY_VARS = env_list("AGORA_PROVIDER_KEY_VARS", "*_API_KEY")
 AGORA_KEY_ENCRYPTION_KEY = os.environ.get("AGORA_KEY_ENCRYPTION_KEY", "")
 AGORA_KEY_ENCRYPTION_KEY_FALLBACKS = env_list("AGORA_KEY_ENCRYPTION_KEY_FALLBACKS", "")
 AGORA_KEY_ENCRYPTION_KEY_FILE = os.environ.get("AGORA_KEY_ENCRYPTION_KEY_FILE", "")
-# Live views open at once (the live page's WebSockets and the API's event streams together), per
-# signed-in user (or per address for visitors without an account) and per debate, in each web
-# process. Past the cap a socket is closed with code 4429 and a stream refused with HTTP 429.
+# Live views open at once (the live page's WebSockets, the API's event streams, MCP's requests and
+# the OpenAI door's completions together), per signed-in user (or per address for visitors without
+# an account) and per debate, in each web process. Past the cap a socket is closed with code 4429
+# and a request refused with HTTP 429.
 AGORA_WS_PER_USER = int(os.environ.get("AGORA_WS_PER_USER", "20"))
 AGORA_WS_PER_DEBATE = int(os.environ.get("AGORA_WS_PER_DEBATE", "500"))
-# How often (seconds) an API event stream asks whether its token still opens the API: a revoked
-# token's streams end within this long.
-AGORA_STREAM_RECHECK = float(os.environ.get("AGORA_STREAM_RECHECK", "2"))
+# How often (seconds) the API tokens of a process's open requests are checked, all in one query
+# (debates/api/live_tokens.py): a revoked token's streams end within about this long. A stream
+# over stdio (`manage.py mcp`) asks for its own token as often.
+AGORA_STREAM_RECHECK = float(os.environ.get("AGORA_STREAM_RECHECK", "0.5"))
+# The proxies whose X-Forwarded-For (and X-Forwarded-Proto) is believed: addresses or CIDRs. Only
+# a request whose TCP peer is one of them has a forwarded address; from anyone else the header is
+# the client's own word (agora/proxies.py). Behind the documented proxy (BEHIND_HTTPS_PROXY, nginx
+# on the same host) loopback is the default; otherwise none.
+AGORA_TRUSTED_PROXIES = env_list("AGORA_TRUSTED_PROXIES", "127.0.0.1,::1" if BEHIND_HTTPS_PROXY else "")
 # The longest one turn may take, start to end, whatever the server streams meanwhile: past it the
 # turn fails (keeping its text) and can be retried.
 AGORA_TURN_DEADLINE = float(os.environ.get("AGORA_TURN_DEADLINE", "600"))

@@ -1,6 +1,9 @@
 """Live views open in this process, per viewer and per debate: the live page's WebSockets
-(`debates.consumers`) and the API's Server-Sent Event streams (`debates.api.stream`) take their
-slots from the same counters, so `AGORA_WS_PER_USER` and `AGORA_WS_PER_DEBATE` bound both together.
+(`debates.consumers`), the API's Server-Sent Event streams (`debates.api.stream`), every MCP
+request over HTTP (`debates.mcp.http`: its event streams and `wait_for_debate` hold a connection
+for as long as they like) and the OpenAI door's completions (`debates.as_model`) take their slots
+from the same counters, so `AGORA_WS_PER_USER` bounds them all together per user (per address for
+visitors without an account), and `AGORA_WS_PER_DEBATE` those that follow one debate.
 
 Consumers and streams run on the process's one event loop, so plain counters suffice.
 """
@@ -11,36 +14,40 @@ from collections import Counter
 
 from django.conf import settings
 
+from agora import proxies
+
 
 class LiveCounts:
     def __init__(self) -> None:
         self.viewers: Counter = Counter()
         self.debates: Counter = Counter()
 
-    def take(self, viewer: str, debate_id: int) -> bool:
-        """One slot for `viewer` on `debate_id`, or False when either cap is reached."""
-        if (
-            self.viewers[viewer] >= settings.AGORA_WS_PER_USER
-            or self.debates[debate_id] >= settings.AGORA_WS_PER_DEBATE
+    def take(self, viewer: str, debate_id: int | None = None) -> bool:
+        """One slot for `viewer` (on `debate_id`, if it follows one), or False when a cap is reached."""
+        if self.viewers[viewer] >= settings.AGORA_WS_PER_USER or (
+            debate_id is not None and self.debates[debate_id] >= settings.AGORA_WS_PER_DEBATE
         ):
             return False
         self.viewers[viewer] += 1
-        self.debates[debate_id] += 1
+        if debate_id is not None:
+            self.debates[debate_id] += 1
         return True
 
-    def give_back(self, viewer: str, debate_id: int) -> None:
+    def give_back(self, viewer: str, debate_id: int | None = None) -> None:
         for counter, key in ((self.viewers, viewer), (self.debates, debate_id)):
+            if key is None:
+                continue
             counter[key] -= 1
             if counter[key] <= 0:
                 del counter[key]
 
-    def slot(self, viewer: str, debate_id: int) -> Slot | None:
+    def slot(self, viewer: str, debate_id: int | None = None) -> Slot | None:
         """A slot that gives itself back once, however many times it is released."""
         return Slot(self, viewer, debate_id) if self.take(viewer, debate_id) else None
 
 
 class Slot:
-    def __init__(self, counts: LiveCounts, viewer: str, debate_id: int) -> None:
+    def __init__(self, counts: LiveCounts, viewer: str, debate_id: int | None) -> None:
         self.counts, self.viewer, self.debate_id = counts, viewer, debate_id
         self.held = True
 
@@ -54,22 +61,16 @@ counts = LiveCounts()
 
 
 def client_address(scope) -> str:
-    """The address a visitor connects from.
-
-    Behind the documented proxy (docs/production.md: nginx's `proxy_set_header X-Forwarded-For
-    $remote_addr`, daphne's `--proxy-headers`, `BEHIND_HTTPS_PROXY=1`) daphne puts the header's
-    *first* entry in the scope. A proxy that appends to the header instead of replacing it
-    (`$proxy_add_x_forwarded_for`) leaves the client's own header in front, so that entry is
-    whatever the client wrote; the *last* entry is the one the nearest proxy added. Behind a proxy
-    that one is used (where the proxy replaces the header, it is the only one). Without
-    `BEHIND_HTTPS_PROXY` no header is read: a client could write any."""
-    if settings.BEHIND_HTTPS_PROXY:
-        forwarded = [value for name, value in scope.get("headers") or [] if name.lower() == b"x-forwarded-for"]
-        last = forwarded[-1].decode("latin-1").split(",")[-1].strip() if forwarded else ""
-        if last:
-            return last
+    """The address a visitor connects from: the TCP peer, or, where the peer is one of
+    AGORA_TRUSTED_PROXIES, the last `X-Forwarded-For` entry (the one that proxy added;
+    agora/proxies.py). Under `python -m agora.web` daphne's scope already says so; read here as
+    well for any other server, where a client could have written the header itself."""
     client = scope.get("client") or ("unknown",)
-    return str(client[0])
+    peer = str(client[0])
+    if proxies.trusted(peer):
+        forwarded = [value for name, value in scope.get("headers") or [] if name.lower() == b"x-forwarded-for"]
+        return proxies.last_forwarded(forwarded) or peer
+    return peer
 
 
 def viewer_key(scope) -> str:

@@ -201,6 +201,27 @@ def proxied(tmp_path_factory, template_db):
     made.stop()
 
 
+async def crowd(url: str, pk: int, share: str, count: int) -> list[str]:
+    """`count` anonymous sockets from one client, each with another forged X-Forwarded-For: how
+    each fared ("open" or its close code)."""
+    kept, outcomes = [], []
+    for i in range(count):
+        socket = await connect(
+            url.replace("http", "ws", 1) + f"/ws/debates/{pk}/?share={share}",
+            origin=url,
+            additional_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"},
+        )
+        kept.append(socket)
+        try:
+            await asyncio.wait_for(socket.recv(), 10)
+            outcomes.append("open")
+        except ConnectionClosed as closed:
+            outcomes.append(str(closed.rcvd.code))
+    for socket in kept:
+        await socket.close()
+    return outcomes
+
+
 @pytest.mark.parametrize("mode", ["overwrite", "append"])
 def test_forged_forwarded_for_does_not_pass_the_per_address_cap(proxied, mode):
     """25 anonymous sockets from one client, each with another forged X-Forwarded-For, through a
@@ -208,27 +229,27 @@ def test_forged_forwarded_for_does_not_pass_the_per_address_cap(proxied, mode):
     $proxy_add_x_forwarded_for, the sample before): 20 are let in (AGORA_WS_PER_USER), 5 refused."""
     ((pk, share),) = waiting_debates(proxied, "alice", 1, shared=True)
     with ForwardingProxy(proxied.port, mode) as proxy:
-
-        async def crowd() -> list[str]:
-            kept, outcomes = [], []
-            for i in range(25):
-                socket = await connect(
-                    proxy.url.replace("http", "ws", 1) + f"/ws/debates/{pk}/?share={share}",
-                    origin=proxy.url,
-                    additional_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"},
-                )
-                kept.append(socket)
-                try:
-                    await asyncio.wait_for(socket.recv(), 10)
-                    outcomes.append("open")
-                except ConnectionClosed as closed:
-                    outcomes.append(str(closed.rcvd.code))
-            for socket in kept:
-                await socket.close()
-            return outcomes
-
-        outcomes = asyncio.run(crowd())
+        outcomes = asyncio.run(crowd(proxy.url, pk, share, 25))
     assert outcomes.count("open") == 20 and outcomes.count("4429") == 5, outcomes
+
+
+@pytest.fixture(scope="module")
+def unproxied(tmp_path_factory, template_db):
+    """daphne as the Procfile runs it (--proxy-headers), reached directly: no proxy is trusted."""
+    made = ProxiedAgora(
+        tmp_path_factory.mktemp("unproxied"), NOWHERE, template_db, name="unproxied", AGORA_WS_PER_USER="5"
+    )
+    yield made.start()
+    made.stop()
+
+
+def test_forged_forwarded_for_from_a_client_that_is_no_trusted_proxy_is_ignored(unproxied):
+    """Hardening round three: with --proxy-headers and nothing in front, one client wrote 500
+    addresses and held all 500 seats of a shared debate. Its header is now its own word: eight
+    sockets under eight forged addresses are one visitor, held to its five (AGORA_WS_PER_USER)."""
+    ((pk, share),) = waiting_debates(unproxied, "alice", 1, shared=True)
+    outcomes = asyncio.run(crowd(unproxied.url, pk, share, 8))
+    assert outcomes.count("open") == 5 and outcomes.count("4429") == 3, outcomes
 
 
 def test_the_documented_proxy_replaces_the_forwarded_header():
