@@ -116,6 +116,22 @@ def open_sealed(token: str) -> tuple[str, str]:
     return str(data["key"]), str(data.get("origin") or data.get("host") or "")
 
 
+def rebind_to_origin(token: str, url: str) -> str | None:
+    """A key sealed before keys were bound to an origin (its host alone) sealed again for `url`'s
+    origin, when `url` is on that host: the host-only seal let the key go to any port and scheme of
+    that host, so binding it to the one the row names now narrows it and keeps it. None when the
+    token is already bound to an origin, names another host, or cannot be read."""
+    try:
+        data = json.loads(box().decrypt(token.encode()))
+    except (InvalidToken, ValueError):
+        return None
+    bound_to, host = data.get("origin"), str(data.get("host") or "").lower()
+    target = origin(url)
+    if bound_to or not host or not target or (urlsplit(url.strip()).hostname or "").lower() != host:
+        return None
+    return seal(str(data["key"]), target)
+
+
 def rotate(token: str) -> str:
     """The same key sealed again with the current encryption key."""
     try:

@@ -420,3 +420,29 @@ def test_a_provider_answering_with_a_redirect_is_not_followed(quick, superuser):
         page = response.content.decode()
         assert front.seen and not behind.seen, behind.seen
         assert response.status_code == 422 and "HTTP 302" in page, page[-3000:]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url, kept",
+    [("http://127.0.0.1:8001/v1", True), ("https://127.0.0.1/v1", True), ("http://10.0.0.9:8001/v1", False)],
+)
+def test_a_key_sealed_with_its_host_alone_is_bound_to_the_rows_origin_on_upgrade(vault, url, kept):
+    """Keys sealed before the origin binding named a host: the migration seals them again for the
+    row's origin when the row is still on that host (nothing to enter again), and leaves a moved
+    row's key sent nowhere."""
+    import importlib
+    import json
+
+    from django.apps import apps
+
+    from debates import clients, key_vault
+
+    legacy = key_vault.box().encrypt(json.dumps({"key": KEY, "host": "127.0.0.1"}).encode()).decode()
+    provider = Provider.objects.create(name="p", base_url=url, default_model="m", api_key_sealed=legacy)
+    assert clients.provider_key(provider)[0] is None, "a host-only seal opens for no origin"
+    importlib.import_module("debates.migrations.0030_rebind_host_keys").rebind(apps, None)
+    provider.refresh_from_db()
+    assert (clients.provider_key(provider)[0] == KEY) is kept
+    if kept:
+        assert key_vault.open_sealed(provider.api_key_sealed)[1] == key_vault.origin(url)
