@@ -1,9 +1,14 @@
 """Request bodies bounded before they are read (issue #24, finding 1).
 
-How large a body may be: `AGORA_MAX_BODY_BYTES` for every URL (derived from the start form's
-uploads), `AGORA_MAX_API_BODY_BYTES` for the JSON endpoints (`/api/`, `/openai/`: no uploads). A
-larger body is answered 413, as JSON `{"detail": …}` on the JSON endpoints and a short HTML page
-elsewhere, in the visitor's language, and is never held in memory. Two layers enforce it:
+How large a body may be, by route (issue 47: a login form needs kilobytes, not 28 MB):
+`AGORA_MAX_BODY_BYTES` (derived from the start form's uploads) only where an upload is expected,
+`AGORA_MAX_API_BODY_BYTES` for the JSON endpoints (`/api/`, `/openai/`, `/mcp`: no uploads),
+`AGORA_MAX_FORM_BODY_BYTES` for any other page, and never more than
+`AGORA_MAX_ANONYMOUS_BODY_BYTES` for a request with neither a session cookie nor an Authorization
+header (`limit_for`). A larger body is answered 413, as JSON `{"detail": …}` on the JSON endpoints
+and a short HTML page elsewhere, in the visitor's language, and is never held in memory. Under
+daphne the bodies held at once are also bounded together (agora/body_budget.py: 503 with
+Retry-After past it). Two layers enforce the limits:
 
 - `install_in_daphne()`, at the HTTP parser. Daphne (Twisted) receives a request's whole body into
   a temporary file before it calls the application at all, and then puts every chunk of it on the
@@ -36,6 +41,8 @@ from django.utils import translation
 from django.utils.html import escape
 from django.utils.translation import gettext
 
+from agora.body_budget import BUDGET
+
 log = logging.getLogger(__name__)
 
 JSON_PREFIXES = ("/api/", "/openai/", "/mcp")  # /mcp: the MCP endpoint, /mcp and /mcp/…
@@ -44,16 +51,34 @@ JSON_PREFIXES = ("/api/", "/openai/", "/mcp")  # /mcp: the MCP endpoint, /mcp an
 LINGER_SECONDS = 5.0
 
 
+# Where an upload is expected: the start form's documents, the admin's manifest import. Only these
+# take AGORA_MAX_BODY_BYTES; every other form needs what Django reads of its fields.
+UPLOAD_PATHS = ("/debates/new/", "/admin/personas/library/import/")
+# Seconds a client refused for the budget is asked to wait: long enough for the bodies in hand to
+# be read, short enough for a person to retry.
+RETRY_AFTER_SECONDS = 5
+
+
 def is_json(path: str) -> bool:
     return path.startswith(JSON_PREFIXES)
 
 
-def limit_for(path: str) -> int:
-    """The largest body, in bytes, accepted for a request to `path` (decoded, as Django routes it)."""
-    return settings.AGORA_MAX_API_BODY_BYTES if is_json(path) else settings.AGORA_MAX_BODY_BYTES
+def limit_for(path: str, *, signed_in: bool) -> int:
+    """The largest body, in bytes, accepted for a request to `path` (decoded, as Django routes it).
+    `signed_in`: the request carries a session cookie or an Authorization header. Whether either is
+    valid is Django's to say later; without one, nothing anyone does here needs more than a few KB."""
+    if is_json(path):
+        route = settings.AGORA_MAX_API_BODY_BYTES
+    elif path in UPLOAD_PATHS:
+        route = settings.AGORA_MAX_BODY_BYTES
+    else:
+        route = settings.AGORA_MAX_FORM_BODY_BYTES
+    return route if signed_in else min(route, settings.AGORA_MAX_ANONYMOUS_BODY_BYTES)
 
 
 def megabytes(size: int) -> str:
+    if size < 2**20:
+        return f"{size / 2**10:.3g} KB"
     return f"{size / 2**20:.3g} MB"
 
 
@@ -73,13 +98,21 @@ def too_large(limit: int) -> str:
     return gettext("This request is too large: this server accepts at most %(size)s.") % {"size": megabytes(limit)}
 
 
-def refusal(path: str, limit: int, *, accept_language: str = "", language_cookie: str = "") -> tuple[bytes, bytes]:
-    """(content type, body) of the 413 for a request to `path`."""
+def busy() -> str:
+    """What a 503 for the budget says, in the active language."""
+    return gettext("This server is receiving too many large requests at once. Please try again in a moment.")
+
+
+def refusal(
+    path: str, limit: int | None, *, accept_language: str = "", language_cookie: str = ""
+) -> tuple[bytes, bytes]:
+    """(content type, body) of the 413 for a request to `path`; with `limit` None, of the 503 for
+    the budget."""
     with translation.override(_language(accept_language, language_cookie)):
-        detail = too_large(limit)
+        detail = busy() if limit is None else too_large(limit)
         if is_json(path):
             return b"application/json; charset=utf-8", json.dumps({"detail": detail}, ensure_ascii=False).encode()
-        title = gettext("Request too large")
+        title = gettext("Server busy") if limit is None else gettext("Request too large")
         page = (
             f'<!doctype html><html lang="{translation.get_language()}"><meta charset="utf-8">'
             f"<title>{escape(title)}</title><h1>{escape(title)}</h1><p>{escape(detail)}</p></html>"
@@ -109,16 +142,23 @@ def _header(headers, name: bytes) -> str:
     return ""
 
 
-def _language_cookie(cookie_header: str) -> str:
+def _cookie(cookie_header: str, name: str) -> str:
     if not cookie_header:
         return ""
     cookies = SimpleCookie()
     try:
         cookies.load(cookie_header)
-    except Exception:  # noqa: BLE001 - a malformed cookie only loses the language choice
+    except Exception:  # noqa: BLE001 - a malformed cookie header counts as none
         return ""
-    morsel = cookies.get(settings.LANGUAGE_COOKIE_NAME)
+    morsel = cookies.get(name)
     return morsel.value if morsel else ""
+
+
+def _signed_in(headers) -> bool:
+    """A session cookie or an Authorization header (not yet checked: see `limit_for`)."""
+    if _header(headers, b"authorization"):
+        return True
+    return bool(_cookie(_header(headers, b"cookie"), settings.SESSION_COOKIE_NAME))
 
 
 class BodyLimitMiddleware:
@@ -133,7 +173,7 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope.get("path", "/")
-        limit = limit_for(path)
+        limit = limit_for(path, signed_in=_signed_in(scope.get("headers", ())))
         declared = _header(scope.get("headers", ()), b"content-length").strip()
         if declared.isdigit() and int(declared) > limit:
             return await self._refuse(scope, send, path, limit)
@@ -170,7 +210,7 @@ class BodyLimitMiddleware:
             path,
             limit,
             accept_language=_header(headers, b"accept-language"),
-            language_cookie=_language_cookie(_header(headers, b"cookie")),
+            language_cookie=_cookie(_header(headers, b"cookie"), settings.LANGUAGE_COOKIE_NAME),
         )
         response_headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 413, "headers": response_headers + _EXTRA_HEADERS})
@@ -211,6 +251,7 @@ def _bounded(base):
         _body_limit: int | None = None
         _body_path = "/"
         _body_seen = 0
+        _body_held = 0  # bytes of BUDGET this request holds
         _refused = False
         _linger = None
 
@@ -224,9 +265,14 @@ def _bounded(base):
             if isinstance(self.channel, HTTPChannel):
                 raw = getattr(self.channel, "_path", b"/").split(b"?", 1)[0]
                 self._body_path = unquote(raw.decode("latin-1"))
-                self._body_limit = limit_for(self._body_path)
+                signed_in = self.requestHeaders.hasHeader(b"authorization") or bool(
+                    self.received_cookies.get(settings.SESSION_COOKIE_NAME.encode())
+                )
+                self._body_limit = limit_for(self._body_path, signed_in=signed_in)
                 if length is not None and length > self._body_limit:
-                    return self._refuse()
+                    return self._refuse(413)
+                if length and not self._hold(length):
+                    return self._refuse(503)
             return super().gotLength(length)
 
         def handleContentChunk(self, data):
@@ -235,8 +281,25 @@ def _bounded(base):
             if self._body_limit is not None:
                 self._body_seen += len(data)
                 if self._body_seen > self._body_limit:
-                    return self._refuse()
+                    return self._refuse(413)
+                if self._body_seen > self._body_held and not self._hold(self._body_seen - self._body_held):
+                    return self._refuse(503)  # chunked: held as it arrives
             return super().handleContentChunk(data)
+
+        def _hold(self, size: int) -> bool:
+            if not BUDGET.take(size):
+                return False
+            self._body_held += size
+            return True
+
+        def _give_back(self) -> None:
+            held, self._body_held = self._body_held, 0
+            if held:
+                BUDGET.give_back(held)
+
+        def finish(self):
+            self._give_back()  # answered: the application has read the body
+            return super().finish()
 
         def requestReceived(self, command, path, version):
             if self._refused:  # the client sent the whole refused body meanwhile: close now
@@ -246,12 +309,15 @@ def _bounded(base):
             return super().requestReceived(command, path, version)
 
         def connectionLost(self, reason):
+            self._give_back()
             if self._linger is not None and self._linger.active():
                 self._linger.cancel()
             return super().connectionLost(reason)
 
-        def _refuse(self):
+        def _refuse(self, status: int):
+            """Answer now, 413 (past the route's limit) or 503 (past the budget), and drop the rest."""
             self._refused = True
+            self._give_back()
             if self.content is not None and not isinstance(self.content, _Dropped):
                 self.content.close()
             self.content = _Dropped()
@@ -262,17 +328,19 @@ def _bounded(base):
             cookie = self.received_cookies.get(settings.LANGUAGE_COOKIE_NAME.encode(), b"")
             content_type, body = refusal(
                 self._body_path,
-                self._body_limit,
+                self._body_limit if status == 413 else None,
                 accept_language=b",".join(self.requestHeaders.getRawHeaders(b"accept-language", [])).decode("latin-1"),
                 language_cookie=cookie.decode("latin-1"),
             )
             head = [
-                b"HTTP/1.1 413 Content Too Large",
+                b"HTTP/1.1 413 Content Too Large" if status == 413 else b"HTTP/1.1 503 Service Unavailable",
                 b"Content-Type: " + content_type,
                 b"Content-Length: " + str(len(body)).encode(),
                 b"Connection: close",
                 *(name.title() + b": " + value for name, value in _EXTRA_HEADERS),
             ]
+            if status == 503:
+                head.append(b"Retry-After: " + str(RETRY_AFTER_SECONDS).encode())
             if getattr(self.server, "server_name", None):
                 head.append(b"Server: " + self.server.server_name.encode())
             transport = channel.transport
@@ -284,9 +352,9 @@ def _bounded(base):
             if half_close is not None:
                 half_close()
             self._linger = channel.callLater(LINGER_SECONDS, transport.abortConnection)
-            self._log_refusal(len(body))
+            self._log_refusal(status, len(body))
 
-        def _log_refusal(self, size: int) -> None:
+        def _log_refusal(self, status: int, size: int) -> None:
             client = getattr(self, "client", None)
             address = f"{client.host}:{client.port}" if hasattr(client, "host") else None
             try:
@@ -295,7 +363,7 @@ def _bounded(base):
                     "complete",
                     {
                         "path": getattr(self.channel, "_path", b"").decode("latin-1") if self.channel else "",
-                        "status": 413,
+                        "status": status,
                         "method": getattr(self.channel, "_command", b"").decode("latin-1") if self.channel else "",
                         "client": address,
                         "time_taken": 0.0,
@@ -319,9 +387,13 @@ def install_in_daphne() -> bool:
         return False
     from daphne import http_protocol
 
+    from agora.read_deadlines import channel_with_deadlines
+
     if getattr(http_protocol.WebRequest, "_agora_body_limit", False):
         return True
     bounded = _bounded(http_protocol.WebRequest)
     bounded._agora_body_limit = True
     http_protocol.WebRequest = bounded
+    # Every connection's channel has the header and body deadlines (agora/read_deadlines.py).
+    http_protocol.HTTPFactory.protocol = channel_with_deadlines
     return True

@@ -365,6 +365,22 @@ AGORA_MAX_BODY_BYTES = int(
     or AGORA_UPLOAD_MAX_FILES * AGORA_UPLOAD_MAX_BYTES + DATA_UPLOAD_MAX_MEMORY_SIZE + 1024 * 1024
 )
 AGORA_MAX_API_BODY_BYTES = int(os.environ.get("AGORA_MAX_API_BODY_BYTES") or DATA_UPLOAD_MAX_MEMORY_SIZE)
+# AGORA_MAX_BODY_BYTES applies only where an upload is expected (the start form, the admin's
+# manifest import) and only to a request with a session cookie; any other page takes what Django
+# reads of a form anyway (DATA_UPLOAD_MAX_MEMORY_SIZE). A request with neither a session cookie nor
+# an Authorization header (the sign-in form, a share link's visitor) gets at most 64 KB: the
+# largest anonymous form (sign-in, first-run set-up, an audience question) is a few KB.
+AGORA_MAX_FORM_BODY_BYTES = int(os.environ.get("AGORA_MAX_FORM_BODY_BYTES") or DATA_UPLOAD_MAX_MEMORY_SIZE)
+AGORA_MAX_ANONYMOUS_BODY_BYTES = int(os.environ.get("AGORA_MAX_ANONYMOUS_BODY_BYTES") or 64 * 1024)
+# The bodies one web process receives and holds at once, together (agora/body_budget.py): past it a
+# request is answered 503 with Retry-After at its headers. 64 MB: two of the largest uploads.
+AGORA_MAX_BODIES_BYTES = int(os.environ.get("AGORA_MAX_BODIES_BYTES") or 64 * 1024 * 1024)
+# Seconds a connection has to send its request line and headers (also how long an idle kept-alive
+# connection stays open), and how long a body may stall; after those first seconds a body must keep
+# coming at AGORA_BODY_MIN_RATE bytes/s on average (agora/read_deadlines.py). 0 turns one off.
+AGORA_HEADER_TIMEOUT = float(os.environ.get("AGORA_HEADER_TIMEOUT") or 10)
+AGORA_BODY_TIMEOUT = float(os.environ.get("AGORA_BODY_TIMEOUT") or 20)
+AGORA_BODY_MIN_RATE = int(os.environ.get("AGORA_BODY_MIN_RATE") or 10_000)
 # A person at the table has this many seconds to write their turn; then a model speaks for them or
 # the turn passes, as the start form chose.
 AGORA_HUMAN_DEADLINE = float(os.environ.get("AGORA_HUMAN_DEADLINE", "600"))

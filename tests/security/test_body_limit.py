@@ -24,7 +24,7 @@ from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.test import Client
 
-from agora.body_limit import BodyLimitMiddleware
+from agora.body_limit import BodyLimitMiddleware, limit_for
 from debates.api import tokens
 from testkit.big_body import send_body
 from testkit.http import Browser
@@ -34,6 +34,7 @@ from tests.api.client import issue_token
 MB = 1024 * 1024
 WEB_LIMIT = 2 * MB
 API_LIMIT = 256 * 1024
+ANONYMOUS_LIMIT = 64 * 1024  # AGORA_MAX_ANONYMOUS_BODY_BYTES's default: these clients send no cookie
 CLAIMED = 400 * MB  # what the hostile client says it will send
 WAIT = 20  # seconds a test client waits for an answer; the old server never gives one
 
@@ -61,7 +62,7 @@ def server(tmp_path_factory, template_db):
 
 
 def limit(path: str) -> int:
-    return API_LIMIT if path.startswith("/api/") else WEB_LIMIT
+    return ANONYMOUS_LIMIT
 
 
 def assert_refused(outcome, path: str) -> None:
@@ -148,13 +149,13 @@ def multipart(fields: dict[str, str], files: dict[str, bytes]) -> tuple[bytes, s
 
 
 def test_a_form_post_within_the_limit_still_signs_in(server):
-    """A multipart sign-in carrying 1.5 MB of file (under the 2 MB limit) goes through daphne's
-    hook and the middleware to Django: the user is signed in."""
+    """A multipart sign-in carrying 48 KB of file (under the anonymous 64 KB limit) goes through
+    daphne's hook and the middleware to Django: the user is signed in."""
     browser = Browser(server.url)
     token = browser.token("/accounts/login/")
     body, content_type = multipart(
         {"csrfmiddlewaretoken": token, "username": "alice", "password": USERS["alice"]},
-        {"attachment": b"x" * (3 * MB // 2)},
+        {"attachment": b"x" * (48 * 1024)},
     )
     request = urllib.request.Request(
         server.url + "/accounts/login/",
@@ -221,7 +222,9 @@ async def asgi_post(app, path: str, chunks: list[bytes], headers: list[tuple[byt
 
 @pytest.fixture
 def small_limits(settings):
-    settings.AGORA_MAX_BODY_BYTES = 100_000
+    settings.AGORA_MAX_BODY_BYTES = 1_000_000
+    settings.AGORA_MAX_FORM_BODY_BYTES = 100_000
+    settings.AGORA_MAX_ANONYMOUS_BODY_BYTES = 100_000
     settings.AGORA_MAX_API_BODY_BYTES = 10_000
 
 
@@ -242,6 +245,35 @@ async def test_the_middleware_stops_a_chunked_body_at_the_limit(small_limits):
     assert status == 413 and headers[b"content-type"].startswith(b"text/html")
     assert b"too large" in body
     assert unread == 6  # the fourth chunk passed the limit; the rest were never asked for
+
+
+async def test_the_middleware_gives_the_upload_limit_only_to_a_signed_in_upload(small_limits):
+    """300 KB declared to the start form: refused without a session cookie (the anonymous limit),
+    read with one (the upload limit; Django then judges the request)."""
+    app = BodyLimitMiddleware(get_asgi_application())
+    declared = [(b"content-length", b"300000"), (b"content-type", b"application/x-www-form-urlencoded")]
+    status, _headers, body, unread = await asgi_post(app, "/debates/new/", [b"a"], declared)
+    assert (status, unread) == (413, 1) and b"too large" in body
+    cookie = [(b"cookie", b"sessionid=made-up")]
+    status, _headers, _body, unread = await asgi_post(app, "/debates/new/", [b"a"], declared + cookie)
+    assert status != 413 and unread == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "signed_in", "expected"),
+    [
+        ("/debates/new/", True, "AGORA_MAX_BODY_BYTES"),
+        ("/admin/personas/library/import/", True, "AGORA_MAX_BODY_BYTES"),
+        ("/debates/new/", False, "AGORA_MAX_ANONYMOUS_BODY_BYTES"),
+        ("/accounts/login/", False, "AGORA_MAX_ANONYMOUS_BODY_BYTES"),
+        ("/accounts/login/", True, "AGORA_MAX_FORM_BODY_BYTES"),
+        ("/debates/7/audience/ask/", False, "AGORA_MAX_ANONYMOUS_BODY_BYTES"),
+        ("/api/v1/debates", True, "AGORA_MAX_API_BODY_BYTES"),
+        ("/api/v1/debates", False, "AGORA_MAX_ANONYMOUS_BODY_BYTES"),
+    ],
+)
+def test_the_large_limit_is_only_for_signed_in_uploads(path, signed_in, expected):
+    assert limit_for(path, signed_in=signed_in) == getattr(settings, expected)
 
 
 # --- Django's own limit on the API -----------------------------------------------------------------
