@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from http.cookies import SimpleCookie
 from urllib.parse import unquote
@@ -54,6 +55,10 @@ LINGER_SECONDS = 5.0
 # Where an upload is expected: the start form's documents, the admin's manifest import. Only these
 # take AGORA_MAX_BODY_BYTES; every other form needs what Django reads of its fields.
 UPLOAD_PATHS = ("/debates/new/", "/admin/personas/library/import/")
+# Forms that are small whoever posts them: the sign-in form (a made-up session cookie must not buy
+# 2.5 MB there), the language switch, and the audience's votes and questions (a share link's
+# visitors carry a session: the link's grant is kept in it).
+SMALL_ROUTES = re.compile(r"/(accounts/login/|i18n/|debates/\d+/audience/)")
 # Seconds a client refused for the budget is asked to wait: long enough for the bodies in hand to
 # be read, short enough for a person to retry.
 RETRY_AFTER_SECONDS = 5
@@ -73,7 +78,8 @@ def limit_for(path: str, *, signed_in: bool) -> int:
         route = settings.AGORA_MAX_BODY_BYTES
     else:
         route = settings.AGORA_MAX_FORM_BODY_BYTES
-    return route if signed_in else min(route, settings.AGORA_MAX_ANONYMOUS_BODY_BYTES)
+    small = not signed_in or SMALL_ROUTES.match(path)
+    return min(route, settings.AGORA_MAX_ANONYMOUS_BODY_BYTES) if small else route
 
 
 def megabytes(size: int) -> str:

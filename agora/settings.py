@@ -274,6 +274,9 @@ OPENAI_API_KEY_HOSTS = env_list("OPENAI_API_KEY_HOSTS", "")
 # metadata addresses (169.254.0.0/16, 100.100.100.200) are refused to everyone.
 AGORA_PROVIDER_ALLOWED_NETWORKS = env_list("AGORA_PROVIDER_ALLOWED_NETWORKS", "")
 AGORA_MODEL = os.environ.get("AGORA_MODEL", "")
+# Besides AGORA_MODEL, the models users who are not staff may name on the default provider: it
+# runs on the operator's key, and any name would let anyone pick the dearest model. Staff name any.
+AGORA_DEFAULT_MODELS = env_list("AGORA_DEFAULT_MODELS", "")
 AGORA_PROVIDER_CONCURRENCY = int(os.environ.get("AGORA_PROVIDER_CONCURRENCY", "4"))
 AGORA_PROVIDER_TIMEOUT = float(os.environ.get("AGORA_PROVIDER_TIMEOUT", "120"))
 # Retries of a failed call that may succeed later (429, 5xx, a dropped connection, a malformed or
@@ -368,8 +371,8 @@ AGORA_MAX_API_BODY_BYTES = int(os.environ.get("AGORA_MAX_API_BODY_BYTES") or DAT
 # AGORA_MAX_BODY_BYTES applies only where an upload is expected (the start form, the admin's
 # manifest import) and only to a request with a session cookie; any other page takes what Django
 # reads of a form anyway (DATA_UPLOAD_MAX_MEMORY_SIZE). A request with neither a session cookie nor
-# an Authorization header (the sign-in form, a share link's visitor) gets at most 64 KB: the
-# largest anonymous form (sign-in, first-run set-up, an audience question) is a few KB.
+# an Authorization header, and the sign-in form and the audience's forms whoever posts them, get at
+# most 64 KB: the largest of those forms (sign-in, first-run set-up, an audience question) is a few KB.
 AGORA_MAX_FORM_BODY_BYTES = int(os.environ.get("AGORA_MAX_FORM_BODY_BYTES") or DATA_UPLOAD_MAX_MEMORY_SIZE)
 AGORA_MAX_ANONYMOUS_BODY_BYTES = int(os.environ.get("AGORA_MAX_ANONYMOUS_BODY_BYTES") or 64 * 1024)
 # The bodies one web process receives and holds at once, together (agora/body_budget.py): past it a
