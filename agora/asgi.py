@@ -17,6 +17,7 @@ from agora.page_threads import shared  # noqa: E402
 from agora.plain_frame_logs import install as plain_frame_logs  # noqa: E402
 from agora.prompt_writes import install as prompt_writes  # noqa: E402
 from agora.ws_auth import DeferredAuthMiddlewareStack  # noqa: E402
+from debates.api.live_tokens import EndsWithItsToken  # noqa: E402
 from debates.control import attach_to_daphne  # noqa: E402
 from debates.mcp.http import WithMcp  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
@@ -31,7 +32,10 @@ application = ServerLoopMiddleware(
         {
             # /mcp/: the MCP server (streamable HTTP) behind the API tokens; the rest is Django's,
             # on AGORA_PAGE_THREADS shared threads (agora/page_threads.py).
-            "http": BodyLimitMiddleware(WithMcp(shared(django_asgi_app, settings.AGORA_PAGE_THREADS))),
+            # A request with an API token ends when its token is revoked (debates/api/live_tokens.py).
+            "http": BodyLimitMiddleware(
+                EndsWithItsToken(WithMcp(shared(django_asgi_app, settings.AGORA_PAGE_THREADS)))
+            ),
             # The user is read by the consumer after it accepts (agora/ws_auth.py).
             "websocket": AllowedHostsOriginValidator(DeferredAuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from agora import proxies
 
@@ -44,6 +45,14 @@ class LiveCounts:
     def slot(self, viewer: str, debate_id: int | None = None) -> Slot | None:
         """A slot that gives itself back once, however many times it is released."""
         return Slot(self, viewer, debate_id) if self.take(viewer, debate_id) else None
+
+
+def too_many() -> str:
+    """What a request past the caps is told (the live page says its own, on code 4429)."""
+    return _(
+        "Too many live views open: at most %(per_user)d per user and %(per_debate)d per debate, "
+        "event streams and live pages together. Close one and try again."
+    ) % {"per_user": settings.AGORA_WS_PER_USER, "per_debate": settings.AGORA_WS_PER_DEBATE}
 
 
 class Slot:

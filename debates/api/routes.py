@@ -24,7 +24,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from agora import body_limit
 from agora.text import strip_invisible
 from debates import access, control, exports, live_counts
-from debates.api import openapi, starting, tokens
+from debates.api import openapi, starting
 from debates.api import stream as sse
 from debates.api.auth import BearerToken
 from debates.api.schemas import DebateDetail, DebatePage, DebateStart, DebateSummary, Error, InvalidInput
@@ -289,21 +289,7 @@ async def stream(
     slot = live_counts.counts.slot(live_counts.user_key(request.user), pk)
     if slot is None:
         with translation.override(language):
-            return Answer(429, {"detail": _too_many_views()})
+            return Answer(429, {"detail": live_counts.too_many()})
     resume_from = request.headers.get("Last-Event-ID") or last_event_id
-    token = request.api_token
-    return sse.response(
-        pk,
-        resume_from,
-        language=language,
-        internals=access.shows_internals(request.user),
-        slot=slot,
-        still_allowed=sync_to_async(lambda: tokens.is_live(token)),
-    )
-
-
-def _too_many_views() -> str:
-    return _(
-        "Too many live views open: at most %(per_user)d per user and %(per_debate)d per debate, "
-        "event streams and live pages together. Close one and try again."
-    ) % {"per_user": settings.AGORA_WS_PER_USER, "per_debate": settings.AGORA_WS_PER_DEBATE}
+    # A revoked token ends the stream at the ASGI layer (debates/api/live_tokens.py).
+    return sse.response(pk, resume_from, language=language, internals=access.shows_internals(request.user), slot=slot)

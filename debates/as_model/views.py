@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse, StreamingHttpResponse
@@ -85,7 +84,7 @@ async def chat_completions(request):
             return errors.error(bad.status, bad.message, param=bad.param, code=bad.code)
         # Following the debate is one of the user's live views, like the live page and the API's
         # stream; taken before the debate starts (a new debate has no other viewer to count).
-        slot = live_counts.counts.slot(live_counts.user_key(caller.user), f"openai-{uuid.uuid4().hex}")
+        slot = live_counts.counts.slot(live_counts.user_key(caller.user))
         if slot is None:
             return errors.too_many(_("Too many live views open: close one and try again."))
         try:
@@ -135,14 +134,8 @@ class _Following:
 
     async def _events(self):
         """(kind, text) pieces as the debate happens; None for a quiet spell."""
-        token = self.caller.token
-        changed = follow(
-            self.debate.pk,
-            None,
-            language=self.language,
-            internals=self.internals,
-            still_allowed=sync_to_async(lambda: tokens.is_live(token)),
-        )
+        # A revoked token ends the request at the ASGI layer (debates/api/live_tokens.py).
+        changed = follow(self.debate.pk, None, language=self.language, internals=self.internals)
         try:
             async for item in changed:
                 if item is None:

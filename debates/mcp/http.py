@@ -23,9 +23,12 @@ import json
 import logging
 
 from channels.db import database_sync_to_async
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 from django.utils.translation import gettext as _
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from debates.live_counts import counts, too_many, user_key
 from debates.mcp import tools
 from debates.mcp.server import SCOPE_KEY, build
 
@@ -42,21 +45,40 @@ def _header(scope, name: bytes) -> str:
 
 
 def _site(scope) -> str:
-    """The address the client reached us by, for the links in the answers."""
+    """The address the client reached us by, for the links in the answers (a Host that
+    `_foreign` let through: one of ALLOWED_HOSTS)."""
     host = _header(scope, b"host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
     return f"{scope.get('scheme', 'http')}://{host}"
 
 
+def _foreign(scope) -> int | None:
+    """400 for a Host not in ALLOWED_HOSTS (Django's answer on every other path), 403 for an
+    Origin that is neither this site nor in CSRF_TRUSTED_ORIGINS (MCP's rule against DNS
+    rebinding); None when both are ours."""
+    host = _header(scope, b"host")
+    domain, _port = split_domain_port(host)
+    if host and not (domain and validate_host(domain, settings.ALLOWED_HOSTS)):
+        return 400
+    origin = _header(scope, b"origin")
+    if origin and origin not in (_site(scope), *settings.CSRF_TRUSTED_ORIGINS):
+        return 403
+    return None
+
+
 class McpEndpoint:
     def __init__(self) -> None:
-        # No DNS-rebinding check (the SDK's TransportSecuritySettings): every request needs a
-        # bearer token, which a page another site serves cannot send without a CORS preflight.
+        # Host and Origin are checked here (`_foreign`), as Django checks them, rather than by the
+        # SDK's TransportSecuritySettings, which would need the hosts listed twice.
         self.manager = StreamableHTTPSessionManager(app=build(), stateless=True)
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._failed = False
 
     async def __call__(self, scope, receive, send) -> None:
+        status = _foreign(scope)
+        if status is not None:
+            await _answer(send, status, {"detail": _("This address does not serve Agora’s MCP endpoint.")})
+            return
         scheme, _sep, token = _header(scope, b"authorization").partition(" ")
         caller = None
         if scheme.lower() == "bearer" and token.strip():
@@ -64,8 +86,18 @@ class McpEndpoint:
         if caller is None:
             await self._unauthorized(send)
             return
-        await self._running()
-        await self.manager.handle_request({**scope, SCOPE_KEY: caller}, receive, send)
+        # Every request is one of the user's live views while it lasts: its answer is an event
+        # stream that a GET or `wait_for_debate` holds open for as long as it likes (200 waits
+        # on one token were all held, past a cap of 20: hardening round three).
+        slot = counts.slot(user_key(caller.user))
+        if slot is None:
+            await _answer(send, 429, _refusal(too_many()))
+            return
+        try:
+            await self._running()
+            await self.manager.handle_request({**scope, SCOPE_KEY: caller}, receive, send)
+        finally:
+            slot.release()
 
     async def _running(self) -> None:
         """Start the session manager's task group once, on this (the server's) event loop."""
@@ -88,10 +120,26 @@ class McpEndpoint:
             self._ready.set()  # waiting requests fail rather than hang
 
     async def _unauthorized(self, send) -> None:
-        body = json.dumps({"detail": _("This needs a valid API token, sent as “Authorization: Bearer <token>”.")})
-        headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body.encode()})
+        body = {"detail": _("This needs a valid API token, sent as “Authorization: Bearer <token>”.")}
+        await _answer(send, 401, body, [(b"www-authenticate", b"Bearer")])
+
+
+def _refusal(message: str) -> dict:
+    """A JSON-RPC error before the request's id is read: the MCP client shows its message as the
+    request's error (it puts its own id on an error with none)."""
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+
+
+async def _answer(send, status: int, body: dict, headers: list | None = None) -> None:
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": raw})
 
 
 class WithMcp:
