@@ -18,7 +18,7 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
-from debates import documents, options
+from debates import documents, model_choice, options
 from debates.clients import effective_model, is_bundled, reasons
 from debates.engine import registry
 from debates.engine.format import Format, Mode
@@ -185,9 +185,12 @@ class DebateForm(forms.Form):
         error_messages={"invalid_choice": _("Choose low, medium or high, or leave it empty.")},
     )
 
-    def __init__(self, *args, characters=(), **kwargs):
+    def __init__(self, *args, characters=(), user=None, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
         super().__init__(*args, **kwargs)
+        # Who starts the debate: a user who is not staff names only the models a provider lists
+        # (`debates.model_choice`). None: the operator's own terminal (the CLI), which names any.
+        self.user = user
         # Distilled characters confirmed on this page (unsaved rows, `debates.characters`): seated
         # after the chosen personas, saved with the debate.
         self.characters = list(characters)
@@ -353,7 +356,9 @@ class DebateForm(forms.Form):
         data["position_map"] = self._read_positions(mode, personas)
         data["seat_model_map"] = self._parse_seat_models(personas, data.get("seat_models", ""))
         self._check_model(data)
+        self._check_offered(data)
         self._check_effort(data)
+        self._check_prices(data)
         return data
 
     def _check_model(self, data) -> None:
@@ -361,6 +366,21 @@ class DebateForm(forms.Form):
         provider = data.get("provider")
         if provider is not None and not effective_model(provider, data.get("model", "")):
             self.add_error("model", _("“%(name)s” has no default model yet: name one here.") % {"name": provider.name})
+
+    def _check_offered(self, data) -> None:
+        why = model_choice.refusal(self.user, data.get("provider"), data.get("model", ""))
+        if why:
+            self.add_error("model", why)
+
+    def _check_prices(self, data) -> None:
+        """A money budget on a model with no known price (the debate's or a seat's) is refused."""
+        if data.get("options") is None:
+            return
+        chosen = [(data.get("provider"), data.get("model", ""))]
+        chosen += [(provider, model) for provider, model, _effort in data.get("seat_model_map", {}).values()]
+        problem = model_choice.unkept_budget(data["options"], chosen)
+        if problem:
+            self.add_error(*problem)
 
     def _check_effort(self, data) -> None:
         """A reasoning effort only for a reasoning model: a chat model would refuse it (or ignore it)."""
@@ -454,6 +474,10 @@ class DebateForm(forms.Form):
                 return {}
             if provider is not None and not provider.approved:
                 self.add_error("seat_models", provider.waiting_reason())
+                return {}
+            why = model_choice.refusal(self.user, provider, model)
+            if why:
+                self.add_error("seat_models", why)
                 return {}
             if effort:
                 shown = effective_model(provider, model) if provider else model
@@ -553,8 +577,9 @@ def create_debate(values: dict, owner=None) -> tuple[Debate | None, dict]:
     return save_debate(form, owner), {}
 
 
-def form_for(values: dict) -> DebateForm:
-    """The start form bound to `values` as a page would post them (the CLI's and the API's way in)."""
+def form_for(values: dict, user=None) -> DebateForm:
+    """The start form bound to `values` as a page would post them (the CLI's and the API's way in),
+    for `user` (None: the operator's terminal)."""
     from django.utils.datastructures import MultiValueDict
 
     values = dict(values)
@@ -564,7 +589,7 @@ def form_for(values: dict) -> DebateForm:
     data = MultiValueDict({k: v if isinstance(v, list) else [v] for k, v in posted.items()})
     for slug, side in positions.items():
         data[position_field(slug)] = side
-    return DebateForm(data)
+    return DebateForm(data, user=user)
 
 
 # -- what the page shows for the chosen format ---------------------------------------------------

@@ -141,7 +141,7 @@ def new(request):
     if request.method == "POST":
         # Real people named (the question's 「和 XX、XX 讨论」, "Add a character"): L3 characters.
         cast = characters.Cast.read(request.POST)
-        form = DebateForm(request.POST, request.FILES, characters=cast.seated())
+        form = DebateForm(request.POST, request.FILES, characters=cast.seated(), user=request.user)
         cast.check(form)
         if form.is_valid() and cast.new:  # looked up or distilled, then shown to confirm
             form, notice, cast = cast.confirm(request, form, _confirm_choice)
@@ -176,7 +176,7 @@ def _confirm_choice(request, form: DebateForm) -> tuple[DebateForm, str]:
     posted.setlist("personas", [persona.slug for persona, _ in suggestion.personas])
     if data.get("documents"):  # a file input cannot be filled again: the text read travels instead
         posted["documents_read"] = json.dumps(data["documents"], ensure_ascii=False)
-    return DebateForm(posted), _(
+    return DebateForm(posted, user=request.user), _(
         "Agora picked these roles for your question (checked below): confirm or change them, then click Start "
         "again. Nothing has started yet."
     )

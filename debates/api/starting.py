@@ -66,7 +66,7 @@ def start(body: dict, owner, *, door: str, unattended: bool = False) -> Debate:
 
 def start_checked(payload: DebateStart, owner, *, door: str) -> Debate:
     """`start` for a body already read into its schema (the JSON API's, by django-ninja)."""
-    form = form_for(form_values(payload))
+    form = form_for(form_values(payload), user=owner)
     if not form.is_valid():
         raise Invalid({field: [str(m) for m in messages] for field, messages in form.errors.items()})
     return control.start_new(lambda: save_debate(form, owner=owner), door=door)

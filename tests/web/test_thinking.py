@@ -271,6 +271,7 @@ def test_the_api_takes_reasoning_effort_by_the_same_name(libraries, alice, setti
     from debates.api import tokens
 
     settings.OPENAI_BASE_URL, settings.AGORA_MODEL = "http://127.0.0.1:9/v1", "o4-mini"
+    settings.AGORA_DEFAULT_MODELS = ["gpt-5-mini", "o3", "gpt-4o-mini"]  # offered to users who are not staff
     _, token = tokens.issue(alice, "t")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     body = {
