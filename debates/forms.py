@@ -18,7 +18,7 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
-from debates import documents, model_choice, options
+from debates import documents, documents_kept, model_choice, options
 from debates.clients import effective_model, is_bundled, reasons
 from debates.engine import registry
 from debates.engine.format import Format, Mode
@@ -263,12 +263,13 @@ class DebateForm(forms.Form):
                     % {"name": documents.clean_name(upload.name), "size": options.upload_limit()}
                 )
             try:
-                read.append(documents.extract_isolated(upload.name, upload.read()))  # in a child, under limits
+                # In a child, under limits; a re-post of the same file takes what it read to.
+                read.append(documents_kept.read(upload.name, upload.read()))
             except documents.DocumentError as error:
                 raise forms.ValidationError(
                     _("%(problem)s Choose the files again.") % {"problem": documents.translated(error)}
                 ) from None
-        return [documents.as_option(d) for d in read]
+        return read
 
     def clean_search(self):
         """The chosen search provider, checked now: a key variable the server refuses, or a
