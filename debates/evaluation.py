@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from debates import baselines, clients, runner, running_limit
+from debates import baselines, clients, options, runner, running_limit
 from debates.baselines import Answer, Question
 from debates.engine.structure import Form, Part
 from debates.forms import create_debate
@@ -69,7 +69,8 @@ class Results:
 def _run_debate_row(question: Question, fmt: str, owner=None) -> int:
     """The debate arm's row, created and admitted through the terminal's door (under `owner`'s
     running limit where the command names one)."""
-    values = {"no_interrupt": True, **question.options, "topic": question.question, "format": question.format or fmt}
+    fmt = question.format or fmt
+    values = {**options.unattended_values(fmt), **question.options, "topic": question.question, "format": fmt}
     with transaction.atomic():
         debate, errors = create_debate(values, owner=owner)
         if errors:
