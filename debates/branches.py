@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
-from debates import control, invitations
+from debates import control, invitations, model_choice
 from debates.engine import registry
 from debates.models import Debate, Provider, Seat, Turn
 
@@ -22,8 +22,10 @@ class BranchError(ValueError):
     """What the user asked cannot be done: the message says why."""
 
 
-def parse_model(text: str) -> dict:
-    """ "" (the seat's own), "model", or "provider/model" → {"provider", "model"}."""
+def parse_model(text: str, user=None, debate: Debate | None = None) -> dict:
+    """ "" (the seat's own), "model", or "provider/model" → {"provider", "model"}. A model `user`
+    may not name on its provider (the named one, else `debate`'s) is refused as at the start form
+    (`model_choice`): a regenerated or forked turn runs on the same operator's key."""
     text = text.strip()
     if not text:
         return {}
@@ -33,17 +35,22 @@ def parse_model(text: str) -> dict:
         raise BranchError(_("Unknown provider “%(name)s”.") % {"name": provider})
     if row is not None and not row.approved:
         raise BranchError(row.waiting_reason())
+    why = model_choice.refusal(user, row if provider else getattr(debate, "provider", None), model)
+    if why:
+        raise BranchError(why)
     return {"provider": provider, "model": model}
 
 
-def regenerate(debate: Debate, turn: Turn, *, model: str = "", instruction: str = "", rerun_after: bool = False):
+def regenerate(
+    debate: Debate, turn: Turn, *, model: str = "", instruction: str = "", rerun_after: bool = False, user=None
+):
     """Write `turn` again (with another model or an added instruction, if given). The turns after
     it are kept, marked as following its earlier attempt, or written again too (`rerun_after`)."""
     if debate.is_active:
         raise BranchError(_("Stop the debate first: a running debate cannot regenerate a turn."))
     if turn.state != Turn.State.DONE or turn.phase == "search":
         raise BranchError(_("Only a finished speech can be regenerated."))
-    override = {**parse_model(model), "instruction": instruction.strip()[:1000]}
+    override = {**parse_model(model, user, debate), "instruction": instruction.strip()[:1000]}
 
     def prepare():
         later = debate.turns.filter(position__gt=turn.position, state=Turn.State.DONE)
@@ -100,7 +107,7 @@ def fork(debate: Debate, turn: Turn, owner, *, model: str = "", facts: str = "")
     continuation: another default model, and facts added to its evidence, if given."""
     if turn.state != Turn.State.DONE:
         raise BranchError(_("A debate can be forked only at a finished turn."))
-    chosen = parse_model(model)
+    chosen = parse_model(model, owner, debate)
     options = dict(debate.options)
     if facts.strip():
         options["evidence"] = "\n\n".join(filter(None, [options.get("evidence", ""), facts.strip()[:5000]]))

@@ -429,6 +429,7 @@ def regenerate(request, pk):
             model=request.POST.get("model", "")[:200],
             instruction=request.POST.get("instruction", ""),
             rerun_after=request.POST.get("after") == "rerun",
+            user=request.user,
         )
     except branches.BranchError as error:
         messages.error(request, str(error))

@@ -112,3 +112,19 @@ def test_a_seats_unpriced_model_refuses_the_money_budget(libraries, alice, no_ru
     body = {**DUEL, "seat_models": {"huineng": f"house/{UNPRICED}"}, "money_budget": 0.01}
     refused = api_post(alice, body)
     assert refused.status_code == 422 and NO_PRICE in refused.json()["errors"]["money_budget"], said(refused)
+
+
+def test_regenerate_and_fork_name_only_the_listed_models_too(libraries, alice, operator_server, no_runs):
+    """A regenerated or forked turn runs on the same key: the start form's rule holds there too."""
+    debate = Debate.objects.create(owner=alice, question=QUESTION, format="duel", status="done")
+    turn = debate.turns.create(key="duel:1:a", position=1, phase="duel", speaker_slug="a", text="t", state="done")
+    client = english_client(alice)
+    page = client.post(f"/debates/{debate.pk}/regenerate/", {"turn": turn.pk, "model": EXPENSIVE}, follow=True)
+    assert EXPENSIVE in " ".join(str(m) for m in page.context["messages"])
+    debate.refresh_from_db()
+    assert not debate.overrides and no_runs == []
+
+    client.post(f"/debates/{debate.pk}/fork/", {"turn": turn.pk, "model": EXPENSIVE})
+    assert Debate.objects.count() == 1 and no_runs == []
+    client.post(f"/debates/{debate.pk}/fork/", {"turn": turn.pk, "model": "gpt-4o-mini"})
+    assert Debate.objects.count() == 2  # the offered model forks
