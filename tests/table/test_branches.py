@@ -55,7 +55,10 @@ def assert_ledger_exact(debate: Debate) -> None:
     assert (ledger["prompt_tokens"], ledger["completion_tokens"]) == (prompt, completion)
 
 
-async def test_regenerate_one_turn_with_another_model_keeping_the_turns_after_it(libraries, fast_llm, alice, no_runs):
+async def test_regenerate_one_turn_with_another_model_keeping_the_turns_after_it(
+    libraries, fast_llm, alice, no_runs, settings
+):
+    settings.AGORA_DEFAULT_MODELS = ["other-model"]  # the operator offers it (debates/model_choice.py)
     debate = await finished_duel(alice)
     before = await sync_to_async(turns)(debate)
     target = before["duel:1:huineng"]
