@@ -7,7 +7,9 @@ size in memory until the application has read it and answered. The budget
 (`AGORA_MAX_BODIES_BYTES`) is the sum of the bodies being received or handled at once: a request
 takes its declared length when its headers end (a chunked one, each chunk as it comes), and one
 that would pass the budget is answered 503 at once (agora/body_limit.py). Its bytes come back when
-the response is finished, when the connection is lost, or when it is refused — whichever is first.
+the application has read the body off the queue (Django spools what it reads to disk past
+FILE_UPLOAD_MAX_MEMORY_SIZE), when the response is finished, when the connection is lost, or when
+it is refused — whichever is first.
 
 Memory freed by a large body stays in the C allocator's arenas (glibc keeps freed chunks of many
 threads' arenas for reuse), so a moment after the last held body is given back (the application's

@@ -59,6 +59,8 @@ UPLOAD_PATHS = ("/debates/new/", "/admin/personas/library/import/")
 # 2.5 MB there), the language switch, and the audience's votes and questions (a share link's
 # visitors carry a session: the link's grant is kept in it).
 SMALL_ROUTES = re.compile(r"/(accounts/login/|i18n/|debates/\d+/audience/)")
+# How often a body on the application's queue is looked at, to give its bytes back once read.
+READ_POLL_SECONDS = 0.05
 # Seconds a client refused for the budget is asked to wait: long enough for the bodies in hand to
 # be read, short enough for a person to retry.
 RETRY_AFTER_SECONDS = 5
@@ -304,7 +306,7 @@ def _bounded(base):
                 BUDGET.give_back(held)
 
         def finish(self):
-            self._give_back()  # answered: the application has read the body
+            self._give_back()  # answered (or cut): nothing of the body is daphne's any more
             return super().finish()
 
         def requestReceived(self, command, path, version):
@@ -312,7 +314,22 @@ def _bounded(base):
                 if self.channel is not None and self.channel.transport is not None:
                     self.channel.transport.loseConnection()
                 return
-            return super().requestReceived(command, path, version)
+            result = super().requestReceived(command, path, version)
+            self._until_read()
+            return result
+
+        def _until_read(self):
+            """daphne has put the whole body on the application's queue: its bytes are given back
+            once the application has taken the last chunk (Django spools a body to disk past
+            FILE_UPLOAD_MAX_MEMORY_SIZE as it reads), not only when it answers: an application
+            that never answers must not hold the budget."""
+            if not self._body_held:
+                return
+            queue = getattr(self, "application_queue", None)
+            if queue is not None and queue.empty():
+                return self._give_back()
+            if not self.finished and self.channel is not None:
+                self.channel.callLater(READ_POLL_SECONDS, self._until_read)
 
         def connectionLost(self, reason):
             self._give_back()

@@ -148,7 +148,7 @@ def one_case(
 PARALLEL_CASES = [  # (path, bodies, MiB each, headers beyond the content type)
     ("/accounts/login/", 160, 28, {}),
     ("/debates/new/", 16, 28, {"Cookie": "sessionid=made-up"}),
-    ("/api/v1/debates", 200, 2.5, {"Authorization": "Bearer agora_made_up"}),
+    ("/api/v1/debates", 200, 2.5, {"Authorization": "Bearer made-up"}),
 ]
 PARALLEL_GOAL_MB, HEALTHZ_GOAL_S = 100, 1.0
 

@@ -137,7 +137,8 @@ def test_160_anonymous_28_mib_bodies_are_refused_at_their_headers(server, path):
 
 
 def test_200_api_bodies_at_once_are_held_only_to_the_budget(server):
-    """200 × 2.5 MB to the API with a (made-up) token: each is within the API's limit, so the
+    """200 × 2.5 MB to the API with a made-up token (not of the agora_ scheme, so the API refuses it
+    at once rather than watching it for revocation): each is within the API's limit, so the
     budget decides: what fits is read (and refused by the API for its token), the rest is answered
     503 with Retry-After at its headers, as JSON. 684 MB held before."""
     with Watch(server) as watch:
@@ -149,7 +150,7 @@ def test_200_api_bodies_at_once_are_held_only_to_the_budget(server):
                 "/api/v1/debates",
                 API_BODY,
                 content_type="application/json",
-                extra_headers={"Authorization": "Bearer agora_made_up", "Accept-Language": "en"},
+                extra_headers={"Authorization": "Bearer made-up", "Accept-Language": "en"},
                 timeout=WAIT,
             ),
         )
