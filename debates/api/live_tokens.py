@@ -122,19 +122,22 @@ class EndsWithItsToken:
         stop = asyncio.ensure_future(ended.wait())
         try:
             await asyncio.wait({handling, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not ended.is_set():
+                handling.result()
+                return
+            # The token died: the app has read (or will read) a disconnect; past the grace, cancel it.
+            # It may already have returned, in the same turn of the loop as the event, and Django
+            # returns from a disconnect without answering: whatever it did, the answer is ours.
             if not handling.done():
-                # The token died: the app has read (or will read) a disconnect; past the grace, cancel it.
                 done, _pending = await asyncio.wait({handling}, timeout=GRACE)
                 if not done:
                     handling.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await handling
-                # Finish the response (daphne holds a connection open until its last body).
-                if not response["started"]:
-                    await send_until_ended(_revoked())
-                await send_until_ended({"type": "http.response.body", "body": b"", "more_body": False})
-            else:
-                handling.result()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await handling
+            # Finish the response (daphne holds a connection open until its last body).
+            if not response["started"]:
+                await send_until_ended(_revoked())
+            await send_until_ended({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             stop.cancel()
             if not handling.done():

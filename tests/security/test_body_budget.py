@@ -136,11 +136,13 @@ def test_160_anonymous_28_mib_bodies_are_refused_at_their_headers(server, path):
     watch.assert_held()
 
 
-def test_200_api_bodies_at_once_are_held_only_to_the_budget(server):
-    """200 × 2.5 MB to the API with a made-up token (not of the agora_ scheme, so the API refuses it
-    at once rather than watching it for revocation): each is within the API's limit, so the
+@pytest.mark.parametrize("token", ["made-up", "agora_made-up-never-issued"])
+def test_200_api_bodies_at_once_are_held_only_to_the_budget(server, token):
+    """200 × 2.5 MB to the API with a made-up token: each is within the API's limit, so the
     budget decides: what fits is read (and refused by the API for its token), the rest is answered
-    503 with Retry-After at its headers, as JSON. 684 MB held before."""
+    503 with Retry-After at its headers, as JSON. 684 MB held before. A token of the agora_ scheme
+    is also watched for revocation (debates/api/live_tokens.py), found dead while Django reads its
+    body, and must still be answered: 16 of 25 such posts got no answer at all before."""
     with Watch(server) as watch:
         outcomes = in_parallel(
             200,
@@ -150,7 +152,7 @@ def test_200_api_bodies_at_once_are_held_only_to_the_budget(server):
                 "/api/v1/debates",
                 API_BODY,
                 content_type="application/json",
-                extra_headers={"Authorization": "Bearer made-up", "Accept-Language": "en"},
+                extra_headers={"Authorization": f"Bearer {token}", "Accept-Language": "en"},
                 timeout=WAIT,
             ),
         )
