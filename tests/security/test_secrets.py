@@ -90,13 +90,13 @@ async def test_the_key_appears_nowhere(keyed, key_in_environment, everything_log
     keyed.inject(Fault.server_error(400, f"Invalid request from key {KEY}"), times=None, when=echoes("case-echo"))
     keyed.inject(Fault.server_error(500, f"Overloaded, key {KEY}"), times=1, when=echoes("case-retry"))
 
+    down_url = f"http://127.0.0.1:{closed_port()}/v1"
+
     def setup() -> dict[str, int]:
         refusing = Provider.objects.create(
             name="refusing", base_url=refusing_server.base_url, api_key_env=KEY_VAR, default_model="fake-model"
         )
-        down = Provider.objects.create(
-            name="down", base_url=f"http://127.0.0.1:{closed_port()}/v1", api_key_env=KEY_VAR, default_model="m"
-        )
+        down = Provider.objects.create(name="down", base_url=down_url, api_key_env=KEY_VAR, default_model="m")
         debates = {}
         cases = (("ok", None), ("401", None), ("echo", None), ("retry", None), ("refused", refusing), ("down", down))
         for case, provider in cases:
@@ -110,7 +110,10 @@ async def test_the_key_appears_nowhere(keyed, key_in_environment, everything_log
     with FakeOpenAIServer(api_key="sk-some-other-valid-key") as refusing_server:
         debates = await sync_to_async(setup)()
         sinks = {case: ev.ListSink() for case in debates}
-        with override_settings(OPENAI_BASE_URL=keyed.base_url, AGORA_PROVIDER_BACKOFF=0.01):
+        # KEY_VAR holds the default key's value, which goes only to the origins listed (another
+        # port of the same host is another server): the refusing and the closed one are listed.
+        hosts = [keyed.base_url, refusing_server.base_url, down_url]
+        with override_settings(OPENAI_BASE_URL=keyed.base_url, OPENAI_API_KEY_HOSTS=hosts, AGORA_PROVIDER_BACKOFF=0.01):
             outcomes = await asyncio.gather(*(runner.execute(pk, echo=sinks[c]) for c, pk in debates.items()))
         refused_requests = refusing_server.chat_requests
     outcome = dict(zip(debates, outcomes, strict=True))
