@@ -88,7 +88,7 @@ INSTALLED_APPS = [
     "ninja",  # the API's docs page, from its own static files (no CDN)
     "django_tasks",
     "agora.apps.TasksConfig",  # django_tasks_db, under a translated name in the admin
-    "axes",  # login throttling (agora/login_throttle.py)
+    "agora.apps.AxesConfig",  # django-axes: login throttling (agora/login_throttle.py)
     "agora",
     "personas",
     "debates",
