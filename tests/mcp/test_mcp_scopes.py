@@ -8,6 +8,7 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.utils import translation
 from mcp import Client
 
 from debates.api import tokens
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "Is chanting the Buddha's name or Chan meditation the better practice for a busy modern person?"
 DUEL = {"topic": QUESTION, "format": "duel", "personas": ["huineng", "yinguang"]}
+READ_ONLY = "This API token is read-only: it cannot start, stop or delete debates. Make a full one to do that."
 
 
 async def test_a_read_only_token_reads_over_mcp_but_cannot_start_or_stop(libraries, alice, no_runs):
@@ -32,8 +34,13 @@ async def test_a_read_only_token_reads_over_mcp_but_cannot_start_or_stop(librari
 
         started = await client.call_tool("start_debate", DUEL)
         stopped = await client.call_tool("stop_debate", {"debate_id": mine.pk})
+    # Said in the server's language (over stdio, LANGUAGE_CODE's), in either of ours.
+    said = set()
+    for language in ("en", "zh-hans"):
+        with translation.override(language):
+            said.add(translation.gettext(READ_ONLY))
     for refused in (started, stopped):
-        assert refused.is_error and "read-only" in refused.content[0].text, refused.content[0].text
+        assert refused.is_error and refused.content[0].text in said, refused.content[0].text
     await mine.arefresh_from_db()
     assert await Debate.objects.acount() == 1 and not mine.stop_requested and no_runs == []
 
