@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from agora.favicon import favicon
 from agora.setup import Login, old_setup_link, setup
 from debates.api import pages as api_pages
 from debates.api.routes import api
@@ -10,6 +11,7 @@ from debates.api.routes import api
 admin.site.site_header = admin.site.site_title = "Agora"
 
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("setup/", setup, name="setup"),
     path("setup/<str:token>/", old_setup_link),
     path("i18n/", include("django.conf.urls.i18n")),
