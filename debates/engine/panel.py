@@ -413,7 +413,20 @@ async def _admit(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> N
             )
         )
         admission = Admission.read(again.text)
-        if not admission.readable(stated):
+        if not admission.readable(stated) and stated:
+            # The type is the user's, stated on the form (its help promises it is debated as that
+            # type "even when the host's own answer cannot be read"): only whether it can be
+            # falsified is left unread, and an unread answer is no refusal. Said, never silent.
+            await ctx.warn(
+                "admission_unread",
+                gettext_noop(
+                    "Asked twice, the host's admission answer gave no reading of the proposition (last answer: "
+                    "%(answer)s); it is debated as the type stated on the form: %(type)s."
+                ),
+                answer=verbatim(clip(again.text, 160)),
+                type=text(TYPE_LABELS[stated]),
+            )
+        elif not admission.readable(stated):
             raise DebateAborted(
                 text(
                     gettext_noop(
