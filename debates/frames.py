@@ -143,10 +143,9 @@ def stage_of(debate: Debate, turns=None, drawn=None) -> dict:
     speaking = [t.speaker_in() for t in turns if t.state == Turn.State.RUNNING]  # in the frame's language
     used = debate.total_tokens
     title = (phase or {}).get("title")
-    plain_round = isinstance(title, dict) and title.get("msgid") == "Round %(n)d"  # the counter says it
     return {
         "phase": phase,
-        "phase_label": None if plain_round else title,
+        "phase_label": _beside_the_counter(title),
         "round": phase["round"] if phase and phase.get("round") else None,
         "rounds": debate.rounds_planned,
         "speaking": speaking,
@@ -155,6 +154,19 @@ def stage_of(debate: Debate, turns=None, drawn=None) -> dict:
         "table": table_change.table_at_checkpoint(debate) if debate.status == "waiting" else None,
         "left": left_of(debate, drawn),
     }
+
+
+def _beside_the_counter(title):
+    """The phase's title as the stage shows it after "Round n of N": a title that only names its round
+    says nothing more, and one that names its round, then its own name, is shown by that name
+    ("Round 1 of 1 · Round 1 · Opening statements" said the round twice)."""
+    if not isinstance(title, dict):
+        return title
+    if title.get("msgid") == "Round %(n)d":
+        return None
+    if title.get("msgid") == "Round %(n)d · %(name)s":
+        return (title.get("params") or {}).get("name")
+    return title
 
 
 def left_of(debate: Debate, drawn=None) -> dict | None:
