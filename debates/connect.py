@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -223,7 +223,11 @@ def connect(request):
     provider = _save(request, existing, service, url, sealed, outcome.models)
     messages.success(
         request,
-        _("%(service)s answered: %(count)d models. Pick the one debates should use.")
+        ngettext(
+            "%(service)s answered: %(count)d model. Pick the one debates should use.",
+            "%(service)s answered: %(count)d models. Pick the one debates should use.",
+            len(outcome.models),
+        )
         % {"service": service.label, "count": len(outcome.models)},
     )
     target = reverse("debates:connect_model", args=[provider.pk])
