@@ -188,6 +188,8 @@ class DebateForm(forms.Form):
     def __init__(self, *args, characters=(), user=None, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels read like the legends beside them: no colon
         super().__init__(*args, **kwargs)
+        if self.is_bound and self.data.get(SWITCH_FIELD):  # "Start as …" under a refusal
+            self.data = switched(self.data)
         # Who starts the debate: a user who is not staff names only the models a provider lists
         # (`debates.model_choice`). None: the operator's own terminal (the CLI), which names any.
         self.user = user
@@ -491,6 +493,61 @@ class DebateForm(forms.Form):
                     return {}
             result[slug] = (provider, model, effort)
         return result
+
+
+# -- a question the chosen format cannot take, nobody chosen --------------------------------------
+
+# The submit button under a refusal that starts the question in another format (`formats_taking`).
+SWITCH_FIELD = "switch_format"
+
+
+def nobody_chosen(fmt: Format, topic: str, mode: str = ""):
+    """What `fmt` would do with the question if nobody is chosen: its suggestion, and the refusal
+    the submit would give (the suggestion's own, or `fmt.check`'s beside the personas), so the
+    box and the submit agree."""
+    chosen = fmt.mode(mode) if mode else None
+    values = fmt.Options.from_dict({"mode": chosen.name} if chosen and "mode" in fmt.Options.names() else {})
+    if is_bundled(None):  # as the start form sizes it for the default model, the bundled one
+        values = fmt.sized(values, topic)
+    library = library_spec(fmt)
+    suggestion = fmt.suggest(topic, library, values)
+    refusal = suggestion.refusal
+    if refusal is None and topic.strip():
+        refusal = fmt.check(topic, [], values, library).get("personas")
+    return suggestion, refusal
+
+
+def formats_taking(topic: str, besides: str) -> list[Format]:
+    """The other formats that start this question at once with nobody chosen: offered, one click
+    each, where `besides` refuses it. The form opens on the duel, which seats only questions of
+    its masters' traditions; an ordinary question ("big tech or a five-person startup?") was
+    refused there, the first thing a newcomer typed (#48). A format that first shows the roles it
+    picked to confirm is not offered: that click would start nothing."""
+    return [
+        fmt
+        for fmt in registry.all_formats()
+        if fmt.name != besides and not fmt.confirms_choice and nobody_chosen(fmt, topic)[1] is None
+    ]
+
+
+def switched(data):
+    """The posted form as if it had been posted in the format its "Start as …" button names: the
+    question and every field both formats read kept; the personas, their seats and sides, and
+    the options the new format does not take (the duel's rounds, for the panel) left out, since
+    they belong to the other format. An unknown or confirming format changes nothing."""
+    name = str(data.get(SWITCH_FIELD, ""))
+    if name not in registry.names() or registry.get(name).confirms_choice:
+        return data
+    fmt, data = registry.get(name), data.copy()
+    data.pop(SWITCH_FIELD)
+    data["format"] = data["part_format"] = name
+    seats, every_option = ("personas", "human-", "invite-", "position-"), options.union()
+    for key in [k for k in data if k.startswith(seats) or (k in every_option and k not in fmt.options())]:
+        data.pop(key)
+    mode = next((n for n, opt in fmt.options().items() if opt.kind == "modes"), None)
+    if mode and data.get(mode) and fmt.mode(str(data[mode])) is None:
+        data.pop(mode)
+    return data
 
 
 def effort_hints() -> dict[str, str]:

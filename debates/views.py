@@ -38,11 +38,18 @@ from debates import (
     table_change,
 )
 from debates.access import can_control, shows_internals, viewable_debate, visible_debates
-from debates.clients import is_bundled
 from debates.engine import registry
 from debates.engine.i18n import for_reader
 from debates.engine.report import RESEARCH_LINE
-from debates.forms import MAX_TOPIC, DebateForm, effort_hints, format_part, save_debate
+from debates.forms import (
+    MAX_TOPIC,
+    DebateForm,
+    effort_hints,
+    format_part,
+    formats_taking,
+    nobody_chosen,
+    save_debate,
+)
 from debates.models import (
     ACTIVE_STATUSES,
     FINAL_STATUSES,
@@ -206,16 +213,10 @@ def _suggestion_html(request, fmt, topic: str, mode: str = "") -> str:
     """What the format would do with the question if nobody is chosen. Where the submit would
     refuse that (`fmt.check`), the box says so instead of suggesting: both must agree."""
     topic = topic[:MAX_TOPIC]
-    chosen = fmt.mode(mode) if mode else None
-    options = fmt.Options.from_dict({"mode": chosen.name} if chosen and "mode" in fmt.Options.names() else {})
-    if is_bundled(None):  # as the start form sizes it for the default model, the bundled one
-        options = fmt.sized(options, topic)
-    library = library_spec(fmt)
-    suggestion = fmt.suggest(topic, library, options)
-    refusal = suggestion.refusal
-    if refusal is None and topic.strip():
-        refusal = fmt.check(topic, [], options, library).get("personas")
+    suggestion, refusal = nobody_chosen(fmt, topic, mode)
     context = {
+        # Where this format refuses it, the formats that take it, one click each (a submit button).
+        "switches": formats_taking(topic, fmt.name) if refusal else [],
         "personas": [] if refusal else suggestion.personas,
         # Names inside the note as this reader knows them, whatever the question's language.
         "note": for_reader(suggestion.note, is_english()).render(_) if suggestion.note and not refusal else "",
