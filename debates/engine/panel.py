@@ -18,6 +18,7 @@ from debates.engine.evidence import Source
 from debates.engine.format import Format, Seating, Sizing
 from debates.engine.i18n import CJK, gettext_noop, say, text, verbatim
 from debates.engine.options import describe, option
+from debates.engine.panel_plan import RoundsPlan, Shape, plan_rounds
 from debates.engine.plans import host_plan, plan
 from debates.engine.report import ReportBuilder, table
 from debates.engine.spec import CommonOptions, PersonaSpec
@@ -306,6 +307,7 @@ class PanelState:
     front_authors: dict[str, set[str]] = field(default_factory=dict)  # role → who opened its fronts
     own_sources: dict[str, list[Source]] = field(default_factory=dict)  # a role's own searches (R2)
     stopped_by_cap: int | None = None  # the round in which the cap stopped the run
+    plan: RoundsPlan | None = None  # the cap shared over the rounds before R1 (`_plan_rounds`)
     sent_back: dict[str, list[str]] = field(default_factory=dict)  # "slug·R2" → what it broke
 
     def aliases(self) -> dict[str, str]:
@@ -585,7 +587,7 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
     stopped by the cap still reports."""
     budget = ctx.options.research_budget or "standard"
     multiplier = CAP_MULTIPLIERS.get(budget, CAP_MULTIPLIERS["standard"])
-    frames = "\n\n".join(f"### {r.called(ctx.lang)}\n{r.text}" for r in st.roles)
+    frames = "\n\n".join(f"### {r.called(ctx.lang)}\n{r.told(ctx.lang)}" for r in st.roles)
     measured = _host_plan(
         ctx,
         st,
@@ -609,8 +611,13 @@ async def _measure_cap(ctx: DebateContext, st: PanelState, report: ReportBuilder
     measured.postprocess = lambda _reply: (say(ctx.lang, MEASURE_LINE, MEASURE_LINE_EN), {"measurement": True})
     measured.summary_limit = 0  # a measurement has no summary to show
     prompt_tokens = (await ctx.turn(measured)).prompt_tokens
-    # The one answer's allowance as its request would carry it (a reasoning model's thinking room too).
-    answer = ctx.completion_limit(replace(measured, max_tokens=len(st.roles) * ctx.max_tokens("speech")))
+    # The one answer's allowance as its request would carry it (a reasoning model's thinking room
+    # too): the whole debate written by one model that sees everything, every role's four rounds
+    # and the verdict (the seed's own single-context run). The multiple then pays for what
+    # isolation adds, each call reading the others' raw speeches again. One speech per perspective
+    # (2,250 tokens) left a connected model's default debate no room for R2.
+    written = ROUNDS * len(st.roles) * ctx.max_tokens("speech") + ctx.max_tokens("verdict")
+    answer = ctx.completion_limit(replace(measured, max_tokens=written))
     baseline_tokens = prompt_tokens + answer
     seed_cap = int(baseline_tokens * multiplier)
     asked = ctx.options.token_budget
@@ -649,19 +656,24 @@ BUDGET_CLAMPED = gettext_noop(
 )
 
 
-def _verdict_material_allowance(ctx: DebateContext, st: PanelState) -> int:
+def _speech_tokens(ctx: DebateContext, st: PanelState) -> int:
+    """A speech's allowance: the planned one once the rounds are planned, else the format's."""
+    return st.plan.speech if st.plan else ctx.max_tokens("speech")
+
+
+def _verdict_material_allowance(ctx: DebateContext, st: PanelState, speech: int | None = None) -> int:
     """The tokens kept for the verdict's material (the evolution table and the roles' last
     speeches): one speech's allowance per role, and one more for the table."""
-    return (len(st.roles) + 1) * ctx.max_tokens("speech")
+    return (len(st.roles) + 1) * (speech or _speech_tokens(ctx, st))
 
 
-def _verdict_reserve(ctx: DebateContext, st: PanelState) -> int:
+def _verdict_reserve(ctx: DebateContext, st: PanelState, speech: int | None = None) -> int:
     """What the verdict's call and one resend can spend: the call's prompt (its material kept to
     `_verdict_material_allowance`) and its completion limit; the resend's prompt (the draft, at
     most one verdict's allowance) and its completion limit again."""
     first = _verdict_plan(ctx, st, chars=0)
     again = _resend_plan(ctx, st, draft="", problems=[])
-    material = math.ceil(_verdict_material_allowance(ctx, st) * ctx.prompt_margin)
+    material = math.ceil(_verdict_material_allowance(ctx, st, speech) * ctx.prompt_margin)
     draft = math.ceil(ctx.max_tokens("verdict") * ctx.prompt_margin)
     return ctx.allowance(first) + material + ctx.allowance(again) + draft
 
@@ -687,7 +699,7 @@ def _cap_formula(ctx: DebateContext, report: ReportBuilder) -> str:
                 gettext_noop(
                     "Token cap: %(multiplier)s × (P %(prompt_tokens)d + A %(answer_tokens)d) = %(cap)d, where P is "
                     "the prompt tokens of one strong prompt asking for the whole analysis and A the allowance of its "
-                    "one answer (one speech per perspective)."
+                    "one answer (every perspective's four rounds and the verdict, written at once)."
                 )
             )
             % cap
@@ -929,14 +941,27 @@ def _role_plan(
             say(lang, f"命题类型：{kind}。", f"Proposition type: {kind}."),
             *rules,
             concepts,
+            *([_length_rule(lang, st.plan.speech)] if st.plan else []),
         ],
         material=material,
         output={1: said.blind_output, 4: said.closing_output}.get(round_no, said.speech_output),
         form={1: said.blind_form, 4: said.closing_form}.get(round_no, said.speech_form),
         others=[r.called(lang) for r in st.roles if r.slug != role.slug],
         postprocess=_closing_postprocess(st, role) if round_no == 4 else (lambda text: _speech_postprocess(text, lang)),
+        max_tokens=_speech_tokens(ctx, st),
     )
     return replace(made, summary_limit=said.summary_limit)
+
+
+def _length_rule(lang: str, tokens: int) -> str:
+    """The speech's planned length, said in the prompt as its request's max_tokens holds it: a
+    Chinese character is about a token, an English word about four-thirds of one."""
+    return say(
+        lang,
+        f"篇幅：全文不超过 {tokens} 字（本场的 token 上限按四轮分配给每篇发言的份额）。",
+        f"Length: at most {tokens * 3 // 4} words in all (each speech's share of this debate's token cap, "
+        "planned over the four rounds).",
+    )
 
 
 def _raw(st: PanelState, round_no: int, exclude: str | None = None, only: str | None = None) -> str:
@@ -1210,25 +1235,82 @@ async def _send_back(ctx: DebateContext, st: PanelState, round_no: int, roles: l
             await ctx.warn("sent_back_kept", SENT_BACK_KEPT, speaker=result.speaker, round=round_no, found=found)
 
 
+def _blind_spots_plan(ctx: DebateContext, st: PanelState, material: str) -> TurnPlan:
+    return _host_plan(
+        ctx,
+        st,
+        "host:aggregate2",
+        say(
+            st.lang,
+            "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
+            "Aggregate #2: mark the blind spots of the whole panel, the dimensions nobody addressed. Mark "
+            "them only: do not steer, do not judge.",
+        ),
+        material,
+        say(st.lang, "最多 3 条：- 盲区：…", "At most 3 lines: - Blind spot: …"),
+        round_no=2,
+    )
+
+
 async def _mark_blind_spots(ctx: DebateContext, st: PanelState) -> None:
     """Host aggregate #2: the dimensions nobody addressed, marked but not steered."""
-    blind = await ctx.turn(
-        _host_plan(
-            ctx,
-            st,
-            "host:aggregate2",
-            say(
-                st.lang,
-                "汇总 #2：标注全场盲区——各方都没有谈到的维度。只标注，不引导，不评价。",
-                "Aggregate #2: mark the blind spots of the whole panel, the dimensions nobody addressed. Mark "
-                "them only: do not steer, do not judge.",
-            ),
-            "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles),
-            say(st.lang, "最多 3 条：- 盲区：…", "At most 3 lines: - Blind spot: …"),
-            round_no=2,
-        )
+    material = "\n\n".join(_raw(st, 2, only=r.slug) for r in st.roles)
+    st.blind_spots = (await ctx.turn(_blind_spots_plan(ctx, st, material))).text
+
+
+# The planned length's own line in each speech's prompt (`_length_rule`), which the prompts
+# measured for the plan do not carry yet.
+LENGTH_RULE_TOKENS = 60
+
+
+def _plan_rounds(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> None:
+    """Before R1, the cap's room shared over the four rounds and the verdict (`panel_plan`): every
+    speech gets the longest allowance at which all of them fit, measured on the debate's own
+    prompts; R4 and the verifier's searches are planned for as if they all run. With no cap, or
+    one too small for speeches of `panel_plan.MIN_SPEECH` tokens (a budget the user set low, the
+    bundled model's sizing), the speeches keep the format's allowance. A budget the user set below
+    the seed's cap is not planned over either (yet): its speeches keep their allowance, and the
+    cap stops the run where it must, saying so."""
+    if ctx.ledger.cap is None or report.data["token_cap"]["explicit"]:
+        return
+    rules = {r: say(st.lang, ROUNDS_TEXT[r][1], ROUND_RULES_EN[r]) for r in ROUNDS_TEXT}
+    probes = {r: [_role_plan(ctx, st, role, r, [rules[r]], "") for role in st.roles] for r in ROUNDS_TEXT}
+    bases = {
+        r: sum(ctx.prompt_allowance(p.messages) + LENGTH_RULE_TOKENS for p in plans) for r, plans in probes.items()
+    }
+    blind = _blind_spots_plan(ctx, st, "")
+    verifier = _verifier(st) if ctx.research is not None else None
+    # The verifier's own searches: his queries (R2's material), and what they find, read by him
+    # in R2 and by everyone from R3 on (the public record), each source clipped to 800 characters.
+    found = research.OWN_SEARCHES * 900 if verifier else 0
+
+    def extra(speech: int) -> dict[int, int]:
+        if not verifier:
+            return {}
+        queries = bases[2] // len(st.roles) + int(5 * speech * 1.25) + research.QUERY_TOKENS
+        return {2: queries + found, 3: len(st.roles) * found, 4: len(st.roles) * found}
+
+    shape = Shape(
+        bases=bases,
+        speakers=len(st.roles),
+        completion=lambda speech: ctx.completion_limit(replace(probes[1][0], max_tokens=speech)),
+        host=ctx.allowance(blind),
+        extra=extra,
+        reserve=lambda speech: _verdict_reserve(ctx, st, speech),
     )
-    st.blind_spots = blind.text
+    st.plan = plan_rounds(shape, ctx.ledger.room(reserved=True), ctx.max_tokens("speech"))
+    if st.plan is None:
+        return
+    ctx.ledger.reserve = st.plan.reserve
+    report.data["token_cap"]["verdict_reserve"] = st.plan.reserve
+    report.data["token_plan"] = st.plan.as_dict()
+
+
+def _keep_for_later(ctx: DebateContext, st: PanelState, round_no: int) -> None:
+    """While round `round_no` runs, the cap keeps the later rounds' planned shares and the
+    verdict's: a resend, or a reply charged past its booking, spends only what this round leaves."""
+    if st.plan:
+        ctx.ledger.reserve = st.plan.after(round_no)
 
 
 async def _run(ctx: DebateContext) -> str:
@@ -1288,8 +1370,11 @@ async def _rounds(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> 
     except CapReached:
         st.stopped_by_cap = 1
         raise
+    _plan_rounds(ctx, st, report)
+    _keep_for_later(ctx, st, 1)
     await _speak(ctx, st, 1, st.roles)
     await _check_concept_use(ctx, st, report)
+    _keep_for_later(ctx, st, 2)
     await _verifier_searches(ctx, st)
     await _speak(ctx, st, 2, _active(st))
     try:
@@ -1297,10 +1382,12 @@ async def _rounds(ctx: DebateContext, st: PanelState, report: ReportBuilder) -> 
     except CapReached:
         st.stopped_by_cap = 3
         raise
+    _keep_for_later(ctx, st, 3)
     await _speak(ctx, st, 3, _active(st))
     st.fronts = open_fronts(st)
     report.data["open_fronts"] = {k: len(v) for k, v in st.fronts.items()}
     closing = [r for r in _active(st) if st.fronts.get(r.slug)]
+    _keep_for_later(ctx, st, 4)
     if closing:
         await _speak(ctx, st, 4, closing)
     else:

@@ -85,13 +85,19 @@ def panel_fake(
     return fake
 
 
+async def unplanned():
+    """A panel under a budget the user set at the seed's own cap: its speeches keep the format's
+    allowance (the rounds are planned only under the seed's cap), as the budgets measured here do."""
+    return panel_spec(token_budget=(await debate(panel_spec(), panel_fake())).data["token_cap"]["cap"])
+
+
 async def budget_through(last_round: int, speeches=None) -> int:
     """The least token cap that lets concept alignment and rounds 1..last_round run in full,
     measured on a run of the same script: what the turns before round `last_round` spent, what
     that round's turns book when they start together (each its prompt, at the margin the concepts
     turn taught, and its whole `max_tokens`), and the verdict's reserve. The next round then
     starts only the turns that fit what the last one left unspent (none, or a few)."""
-    full = await debate(panel_spec(), panel_fake(speeches=speeches))
+    full = await debate(await unplanned(), panel_fake(speeches=speeches))
     turns = full.data["ledger"]["turns"]
     spent = sum(
         v["prompt"] + v["completion"]
@@ -322,7 +328,7 @@ async def test_a_round_one_turn_short_of_room_stops_before_it_started():
 async def test_token_cap_is_checked_before_every_turn_not_only_between_rounds():
     """On a one-at-a-time provider each turn is booked when it gets its slot, after the turn
     before it has given back what it did not spend: the cap stops R1 between two of its turns."""
-    full = await debate(panel_spec(), panel_fake())
+    full = await debate(await unplanned(), panel_fake())
     turns, reserve = full.data["ledger"]["turns"], full.data["ledger"]["reserve"]
     before = turns["host:concepts"]["prompt"] + turns["host:concepts"]["completion"]
     first_four = sum(turns[f"r1:{p.slug}"]["prompt"] + turns[f"r1:{p.slug}"]["completion"] for p in PANEL_ROLES[:4])
@@ -341,7 +347,8 @@ async def test_the_cap_is_the_seeds_multiple_of_one_strong_prompt_and_the_report
     run = await debate(panel_spec(research_budget="light"), panel_fake(roomy=False))
 
     baseline = run.turns()["host:baseline"]
-    answer = len(PANEL_ROLES) * panel.FORMAT.tokens["speech"]  # one answer: a speech per perspective
+    # one answer: the whole debate written at once, every perspective's four rounds and the verdict
+    answer = panel.ROUNDS * len(PANEL_ROLES) * panel.FORMAT.tokens["speech"] + panel.FORMAT.tokens["verdict"]
     cap = int((baseline.prompt_tokens + answer) * 4.3)
     assert run.data["token_cap"] == {
         "research_budget": "light",
