@@ -26,8 +26,8 @@ def values_from(debate: Debate, *, everything: bool) -> dict:
     values["positions"] = {seat.persona.slug: seat.position for seat in seats if seat.position}
     if seats and seats[0].stand_in:
         values["stand_in"] = seats[0].stand_in
-    if debate.provider_id:
-        values["provider"] = str(debate.provider_id)
+    # "" names the environment's model: left out, the model chosen on the Connect page would run.
+    values["provider"] = str(debate.provider_id) if debate.provider_id else ""
     if debate.model:
         values["model"] = debate.model
     if debate.reasoning_effort:

@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django_htmx.http import HttpResponseClientRedirect
 
-from debates import key_vault, provider_reach, provider_tools
+from debates import default_model, key_vault, provider_reach, provider_tools
 from debates.models import Provider
 
 
@@ -267,6 +267,9 @@ def choose_model(request, pk: int):
     if request.method == "POST" and form.is_valid():
         provider.default_model = form.chosen()
         provider.save(update_fields=["default_model"])
+        # "Use this model": new debates run on it wherever they name no other (the form's first
+        # choice, the API, MCP, the CLI, the banners); one staff connected counts once approved.
+        default_model.choose(provider)
         if provider.approved:
             messages.success(
                 request,

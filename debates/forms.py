@@ -18,7 +18,7 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from agora.text import strip_invisible
-from debates import documents, documents_kept, model_choice, options
+from debates import default_model, documents, documents_kept, model_choice, options
 from debates.clients import effective_model, is_bundled, reasons
 from debates.engine import registry
 from debates.engine.format import Format, Mode
@@ -95,20 +95,6 @@ def search_choices():
 def default_search() -> str:
     choices = search_choices()
     return choices[1][0] if len(choices) > 1 else NO_RESEARCH
-
-
-BUNDLED_MODEL = "Qwen2.5-Coder 1.5B"
-
-
-def default_model_label() -> str:
-    """What the start form calls the debate's model when no provider is chosen: the bundled demo
-    model, another local file, or the server's own OpenAI-compatible model."""
-    if settings.OPENAI_BASE_URL:
-        model = settings.AGORA_MODEL or "gpt-4o-mini"
-        return _("this server's model — %(model)s") % {"model": model}
-    if settings.AGORA_LOCAL_MODEL:
-        return _("local model — %(name)s") % {"name": settings.AGORA_LOCAL_MODEL.rsplit("/", 1)[-1]}
-    return _("bundled local model — %(name)s, a demo") % {"name": BUNDLED_MODEL}
 
 
 class ProviderChoiceField(forms.ModelChoiceField):
@@ -197,7 +183,15 @@ class DebateForm(forms.Form):
         # after the chosen personas, saved with the debate.
         self.characters = list(characters)
         self.fields["search"].initial = default_search()
-        self.fields["provider"].empty_label = default_model_label()
+        # The empty choice is the environment's model; the one chosen with "Use this model" comes
+        # first, and a post (the API's, MCP's, the CLI's) that names no provider gets it too.
+        self.fields["provider"].empty_label = default_model.environment_label()
+        chosen = default_model.provider()
+        if chosen is not None and self.is_bound and "provider" not in self.data:
+            self.data = self.data.copy()
+            self.data["provider"] = str(chosen.pk)
+        if chosen is not None and self.initial.get("provider") is None:
+            self.initial = {**self.initial, "provider": chosen.pk}
         # Every registered format's options after the personas, each as the chosen format
         # describes it where it takes it (a format registered later brings its own).
         fixed = list(self.fields.items())
@@ -644,6 +638,8 @@ def form_for(values: dict, user=None) -> DebateForm:
     positions = values.pop("positions", None) or {}
     # Zero stays: `rounds=0` is refused beside its field, never read as "the default".
     posted = options.as_posted(values)
+    if values.get("provider") == "":  # the environment's model, named (left out: `debates.default_model`'s)
+        posted["provider"] = ""
     data = MultiValueDict({k: v if isinstance(v, list) else [v] for k, v in posted.items()})
     for slug, side in positions.items():
         data[position_field(slug)] = side
@@ -800,5 +796,6 @@ def format_part(form: DebateForm) -> FormatPart:
         after_search=drawn["search"],
         stray_errors=stray,
         search_ready=fmt.researches and len(search_choices()) > 1,
-        sized=fmt.local.summary if fmt.local is not None and is_bundled(None) else "",
+        # Only while the page has the environment's model chosen (not a connected one).
+        sized=fmt.local.summary if fmt.local is not None and not form["provider"].value() and is_bundled(None) else "",
     )

@@ -79,6 +79,14 @@ class Provider(models.Model):
         related_name="+",
         verbose_name=_("approved by"),
     )
+    # The model a debate runs on when it names none (the start form's first choice, the API's, MCP's
+    # and the CLI's default, the banners' name): set by "Use this model" on the Connect page, used
+    # only while the row is approved and has a default model (debates/default_model.py). At most one.
+    is_default = models.BooleanField(
+        _("default for new debates"),
+        default=False,
+        help_text=_("New debates run on this provider's default model unless they name another."),
+    )
 
     class Meta:
         verbose_name = _("provider")
@@ -97,6 +105,7 @@ class Provider(models.Model):
                 condition=Q(api_key_env="") | Q(api_key_env__regex=r"^[A-Z_][A-Z0-9_]*$"),
                 name="provider_key_is_a_variable_name",
             ),
+            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True), name="one_default_provider"),
         ]
 
     def __str__(self):

@@ -55,7 +55,11 @@ class DebateStart(OpenBody):
     )
     stand_in: Literal["llm", "pass"] | None = Field(None, description="When a person misses their turn.")
     search: str = Field("", description='Web research: "" none, "env" the server\'s, or "p<id>" a search provider.')
-    provider: str | None = Field(None, description="A provider's name; default: the environment's.")
+    provider: str | None = Field(
+        None,
+        description='A provider\'s name, or "" for the environment\'s model; default: the one chosen with "Use this '
+        "model\" on the Connect page, else the environment's.",
+    )
     model: str = ""
     reasoning_effort: Literal["", "low", "medium", "high"] = Field(
         "", description="The debate's reasoning model's effort; empty: the provider's setting (a reasoning model only)."

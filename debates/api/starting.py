@@ -38,6 +38,8 @@ def form_values(payload: DebateStart) -> dict:
     if payload.provider:
         provider = Provider.objects.filter(name=payload.provider).first()
         values["provider"] = provider.pk if provider else payload.provider  # the form refuses an unknown one
+    elif payload.provider == "":  # the environment's model, named; left out: the default (debates.default_model)
+        values["provider"] = ""
     return values
 
 

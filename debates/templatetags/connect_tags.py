@@ -1,10 +1,9 @@
-"""`{% model_note %}`: what the debates run on, said plainly (the bundled model is a demo), with
-the way to connect a real one for those who may."""
+"""`{% model_note %}`: which model new debates run on, said plainly (the one chosen with "Use this
+model", the server's, or the bundled demo), with the way to connect or change it for those who may."""
 
 from django import template
-from django.conf import settings
 
-from debates.forms import BUNDLED_MODEL
+from debates import default_model
 
 register = template.Library()
 
@@ -14,8 +13,10 @@ def model_note(context):
     from debates.connect import may_connect
 
     user = context.get("user")
+    running = default_model.running()
     return {
-        "bundled": not settings.OPENAI_BASE_URL and not settings.AGORA_LOCAL_MODEL,
-        "name": BUNDLED_MODEL,
+        "bundled": running.bundled,
+        "name": default_model.BUNDLED_MODEL,
+        "running": running.label,
         "can_connect": bool(user and user.is_authenticated and may_connect(user)),
     }

@@ -19,7 +19,7 @@ from debates.engine.i18n import Text, for_reader
 from debates.engine.reading import BODY_LABELS, replaced_key, without_body_label
 from debates.engine.text import OWN_SUMMARY_LABELS, field_value
 from debates.forms import ENVIRONMENT_SEARCH, NO_RESEARCH, create_debate, default_search
-from debates.models import SearchProvider
+from debates.models import Provider, SearchProvider
 from debates.specs import question_language
 from personas.models import Persona, is_english
 
@@ -161,7 +161,13 @@ class Command(BaseCommand):
             help="web research: 'env' (AGORA_SEARCH_BACKEND), a Search provider's name, or 'none' "
             "(default: what the start form offers first)",
         )
-        parser.add_argument("--model", default="", help="model name for the default provider")
+        parser.add_argument(
+            "--provider",
+            default=None,
+            help="a provider's name, or 'env' for the environment's model (default: the one chosen with "
+            "'Use this model' on the Connect page, else the environment's)",
+        )
+        parser.add_argument("--model", default="", help="model name (default: the provider's default model)")
         parser.add_argument(
             "--language",
             default="",
@@ -190,6 +196,18 @@ class Command(BaseCommand):
             raise CommandError(f"--search: no search provider named {value!r} (add one in the admin, or use env)")
         return f"p{provider.pk}"
 
+    def provider_choice(self, value: str | None) -> dict:
+        """The form's provider value: left out (the default, `debates.default_model`), "" (the
+        environment's) or a row's id."""
+        if value is None:
+            return {}
+        if value in ("", "env"):
+            return {"provider": ""}
+        provider = Provider.objects.filter(name=value).first()
+        if provider is None:
+            raise CommandError(f"--provider: no provider named {value!r} (see Connect a model, or the admin)")
+        return {"provider": str(provider.pk)}
+
     def handle(self, *args, **opts):
         # Every message in the question's language (or --language), as its pages would give them:
         # the terminal has no Accept-Language, and the site's default is Chinese.
@@ -209,6 +227,7 @@ class Command(BaseCommand):
             "personas": [s for s in opts["personas"].split(",") if s],
             "positions": parse_positions(opts["positions"]),
             "model": opts["model"],
+            **self.provider_choice(opts["provider"]),
         }
         known = Persona.objects.filter(slug__in=data["personas"]).values_list("slug", flat=True)
         unknown = sorted(set(data["personas"]) - set(known))
