@@ -38,7 +38,9 @@ def persona_spec(p: Persona) -> PersonaSpec:
         description=p.description,
         name_en=p.name_en,
         description_en=p.description_en,
-        text=p.persona_text(),
+        # Each language's headings; a part missing in one language is the other's (the prompt says so).
+        text=p.persona_text("zh"),
+        text_en=p.persona_text("en"),
         veto_right=p.veto_right,
         schema_type=p.schema_type,
         density_score=p.density_score,
@@ -56,7 +58,7 @@ def library_spec(fmt: Format, seated: list[Persona] = ()) -> LibrarySpec:
     # Columns, not model rows: a critique row with its two personas built three models (every
     # persona column of both), the most of this function's time, read at every start.
     critiques = CrossCritique.objects.filter(source__slug__in=slugs, target__slug__in=slugs).values_list(
-        "source__slug", "target__slug", "point", "citation"
+        "source__slug", "target__slug", "point", "citation", "point_en", "citation_en"
     )
     rules = PairingRule.objects.filter(library__in=libraries).values_list(
         "persona_a__slug", "persona_b__slug", "keywords", "default_rounds", "label"

@@ -146,7 +146,7 @@ class CrossCritiqueInline(admin.TabularInline):
 
     model = CrossCritique
     fk_name = "source"
-    fields = ("target", "point", "citation", "order")
+    fields = ("target", "point", "citation", "point_en", "citation_en", "order")
     autocomplete_fields = ("target",)
     extra = 0
     verbose_name = _("outgoing cross-critique entry")
@@ -183,6 +183,7 @@ class PersonaAdmin(admin.ModelAdmin):
         (None, {"fields": ("library", "slug", "name", "name_en", "kind", "tier", "role", "tradition", "keywords")}),
         (_("Description"), {"fields": ("description", "description_en")}),
         (_("Persona text"), {"fields": Persona.TEXT_FIELDS}),
+        (_("Persona text in English"), {"fields": Persona.TEXT_FIELDS_EN}),
         (
             _("Format-specific"),
             {"fields": ("veto_right", "preferred_model", "schema_type", "density_score", "source")},

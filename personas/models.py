@@ -140,6 +140,13 @@ class Persona(models.Model):
     decision_preferences = models.TextField(_("decision preferences"), blank=True)
     adversarial_rules = models.TextField(_("adversarial rules"), blank=True)
     expression_style = models.TextField(_("expression style"), blank=True)
+    # The same five parts in English, for an English debate's prompts (a model reads its instructions
+    # in the debate's language); empty: the other language's text serves, and the prompt says so.
+    cognitive_frame_en = models.TextField(_("cognitive frame (English)"), blank=True)
+    knowledge_domain_en = models.TextField(_("knowledge domain (English)"), blank=True)
+    decision_preferences_en = models.TextField(_("decision preferences (English)"), blank=True)
+    adversarial_rules_en = models.TextField(_("adversarial rules (English)"), blank=True)
+    expression_style_en = models.TextField(_("expression style (English)"), blank=True)
     veto_right = models.BooleanField(_("veto right"), default=False)
     preferred_model = models.CharField(_("preferred model"), max_length=120, blank=True)
     # Moderated-format manifest fields (debate-moderator seed): schema type and density score.
@@ -167,6 +174,7 @@ class Persona(models.Model):
         "adversarial_rules",
         "expression_style",
     )
+    TEXT_FIELDS_EN = tuple(f"{f}_en" for f in TEXT_FIELDS)
 
     class Meta:
         verbose_name = _("persona")
@@ -214,18 +222,39 @@ class Persona(models.Model):
         if errors:
             raise ValidationError(errors)
 
-    def persona_text(self) -> str:
-        """The persona proper, in the five headed parts every format's prompt carries."""
-        labels = {
-            "cognitive_frame": "认知框架 Cognitive frame",
-            "knowledge_domain": "知识域 Knowledge domain",
-            "decision_preferences": "决策偏好 Decision preferences",
-            "adversarial_rules": "对抗规则 Adversarial rules",
-            "expression_style": "表达风格 Expression style",
-        }
-        texts = {f: getattr(self, f).strip() for f in self.TEXT_FIELDS}
-        parts = [f"## {labels[f]}\n{text}" for f, text in texts.items() if text]
+    def persona_text(self, lang: str = "zh") -> str:
+        """The persona proper, in the five headed parts every format's prompt carries, in `lang`
+        ("zh"/"en"): headings and text in that language. A part written in the other language
+        only (a user's persona in one language) is sent as written, and the prompt builder says
+        so (`PersonaSpec.told`); see `has_text_in`."""
+        english = is_english(lang)
+        parts = []
+        for field in self.TEXT_FIELDS:
+            zh, en = getattr(self, field).strip(), getattr(self, f"{field}_en").strip()
+            text = (en or zh) if english else (zh or en)
+            if text:
+                parts.append(f"## {PART_HEADINGS[field][english]}\n{text}")
         return "\n\n".join(parts)
+
+    def has_text_in(self, lang: str) -> bool:
+        """Is every part this persona has written in `lang`? (False: some part is in the other
+        language only.)"""
+        english = is_english(lang)
+        for field in self.TEXT_FIELDS:
+            zh, en = getattr(self, field).strip(), getattr(self, f"{field}_en").strip()
+            if (zh or en) and not (en if english else zh):
+                return False
+        return True
+
+
+# The five parts' headings in a prompt, (Chinese, English): one language per prompt.
+PART_HEADINGS = {
+    "cognitive_frame": ("认知框架", "Cognitive frame"),
+    "knowledge_domain": ("知识域", "Knowledge domain"),
+    "decision_preferences": ("决策偏好", "Decision preferences"),
+    "adversarial_rules": ("对抗规则", "Adversarial rules"),
+    "expression_style": ("表达风格", "Expression style"),
+}
 
 
 class CrossCritique(models.Model):
@@ -235,6 +264,9 @@ class CrossCritique(models.Model):
     target = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="critiques_received")
     point = models.TextField(_("point"))
     citation = models.CharField(_("source / citation"), max_length=300)
+    # In English, for an English duel's ammunition; empty: the point and citation as written.
+    point_en = models.TextField(_("point (English)"), blank=True)
+    citation_en = models.CharField(_("source / citation (English)"), max_length=300, blank=True)
     order = models.PositiveIntegerField(default=0)
 
     class Meta:

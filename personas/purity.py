@@ -39,6 +39,11 @@ FIELDS = (
     "decision_preferences",
     "adversarial_rules",
     "expression_style",
+    "cognitive_frame_en",
+    "knowledge_domain_en",
+    "decision_preferences_en",
+    "adversarial_rules_en",
+    "expression_style_en",
     "description",
     "description_en",
 )

@@ -244,16 +244,17 @@ def ammunition(critiques: list[CritiqueSpec], source: str, target: str) -> list[
 
 
 def _ammo_text(ammo: list[CritiqueSpec], lang: str = "zh") -> str:
-    """The speaker's prepared critiques, each with its source (the library's words, as written)."""
+    """The speaker's prepared critiques, each with its source, in the debate's language where the library has it."""
     if not ammo:
         return say(
             lang,
             "（你对这位对手没有预备的批评条目，请依你自己的经典立论。）",
             "(You have no prepared critique of this opponent: argue from your own texts.)",
         )
+    pointed = [c.pointed(lang) for c in ammo]
     if lang == "en":
-        return "\n".join(f"{i}. {c.point} (source: {c.citation})" for i, c in enumerate(ammo, 1))
-    return "\n".join(f"{i}. {c.point}（出处：{c.citation}）" for i, c in enumerate(ammo, 1))
+        return "\n".join(f"{i}. {point} (source: {cited})" for i, (point, cited) in enumerate(pointed, 1))
+    return "\n".join(f"{i}. {point}（出处：{cited}）" for i, (point, cited) in enumerate(pointed, 1))
 
 
 # The position-change part's choices, per language; the parsers read either language.

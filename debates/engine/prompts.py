@@ -10,11 +10,18 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from debates.engine.i18n import CJK, say
+from debates.engine.i18n import CJK, language_of, say
 from debates.engine.spec import PersonaSpec
 from debates.engine.text import restates
 from debates.providers.base import Message
 
+# Before a persona's text that its author wrote in the other language only (a user's own persona):
+# the model is told so, rather than taking the language switch for part of the persona.
+PART_HEADING = re.compile(r"^## .*$", re.MULTILINE)
+OTHER_LANGUAGE_NOTE = {
+    "zh": "（以下人格描述只有英文版本，照原文给出；你仍然用中文作答。）",
+    "en": "(This persona's description exists only in Chinese and is given as written; you still answer in English.)",
+}
 # Said once per language: a debate is held in its question's language (`DebateSpec.language`), so
 # every heading and instruction a model reads is in that language too. A model copies the
 # language of its prompt far more readily than it obeys a rule about it (an English question under
@@ -100,8 +107,9 @@ def quoted_block(texts: list[str]) -> str:
 
 def system_prompt(persona: PersonaSpec, *, duty: str = "", lang: str = "zh") -> str:
     """Who is speaking. `duty` states the speaker's job in this format (e.g. the host's limits).
-    The persona's own text stays as its library wrote it (Chinese); its name and one-line
-    description are in the debate's language where the library has them."""
+    The persona's name, one-line description and text are in the debate's language where the
+    library has them; a text written in the other language only is sent as written, and the
+    prompt says so (a model reads its instructions in the debate's language)."""
     name = persona.called(lang)
     lines = [
         say(
@@ -113,8 +121,11 @@ def system_prompt(persona: PersonaSpec, *, duty: str = "", lang: str = "zh") -> 
     ]
     if persona.described(lang):
         lines.append(persona.described(lang))
-    if persona.text.strip():
-        lines.append(persona.text.strip())
+    text = persona.told(lang).strip()
+    if text:
+        if language_of(PART_HEADING.sub("", text)) != lang:  # the parts' own words, not our headings
+            lines.append(OTHER_LANGUAGE_NOTE[lang])
+        lines.append(text)
     if duty:
         lines.append(duty)
     lines.append(LANGUAGE_RULE[lang])

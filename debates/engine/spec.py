@@ -31,6 +31,12 @@ class PersonaSpec:
     density_score: float | None = None
     name_en: str = ""  # the English display name (the English debate's prompts and pages)
     description_en: str = ""
+    text_en: str = ""  # the persona proper in English; empty: `text` serves both languages
+
+    def told(self, lang: str) -> str:
+        """The persona proper as a debate in `lang` sends it: its own language's text, else the
+        other's (a user's persona written in one language only)."""
+        return (self.text_en or self.text) if lang == "en" else (self.text or self.text_en)
 
     def called(self, lang: str) -> str:
         """The name this persona goes by in a debate (or on a page) in `lang` ("zh"/"en")."""
@@ -51,6 +57,14 @@ class CritiqueSpec:
     target: str
     point: str
     citation: str
+    point_en: str = ""  # the point and its source in English (an English duel's ammunition); empty: as written
+    citation_en: str = ""
+
+    def pointed(self, lang: str) -> tuple[str, str]:
+        """(point, citation) as a debate in `lang` sends them."""
+        if lang == "en" and self.point_en:
+            return self.point_en, self.citation_en or self.citation
+        return self.point, self.citation
 
 
 @dataclass(frozen=True)

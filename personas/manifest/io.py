@@ -159,6 +159,8 @@ def _write_critiques(personas: list[dict], lookup: _PersonaLookup) -> int:
             target=lookup[c["target"]],
             point=c["point"],
             citation=c["citation"],
+            point_en=c["point_en"],
+            citation_en=c["citation_en"],
             order=j,
         )
         for p in personas
@@ -223,7 +225,14 @@ def export_library(library: Library) -> dict:
 
 def _export_persona(persona: Persona) -> dict:
     critiques = [
-        {"target": c.target.slug, "point": c.point, "citation": c.citation} for c in persona.critiques_given.all()
+        {
+            "target": c.target.slug,
+            "point": c.point,
+            "citation": c.citation,
+            "point_en": c.point_en,
+            "citation_en": c.citation_en,
+        }
+        for c in persona.critiques_given.all()
     ]
     # The density column is a float: 7 goes in and 7.0 comes out, so canonical form says 7.0.
     density = None if persona.density_score is None else float(persona.density_score)

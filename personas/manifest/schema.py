@@ -98,6 +98,8 @@ class CritiqueEntry(_Object):
     target: Filled
     point: Filled
     citation: Filled
+    point_en: Text = ""  # in English, for an English duel; empty: the point as written
+    citation_en: Text = ""
 
 
 class PersonaEntry(_Object):
@@ -116,6 +118,12 @@ class PersonaEntry(_Object):
     decision_preferences: Text = ""
     adversarial_rules: Text = ""
     expression_style: Text = ""
+    # The five parts in English (a field per language, as name_en); empty: the other language's serves.
+    cognitive_frame_en: Text = ""
+    knowledge_domain_en: Text = ""
+    decision_preferences_en: Text = ""
+    adversarial_rules_en: Text = ""
+    expression_style_en: Text = ""
     veto_right: bool = False
     preferred_model: Text = ""
     schema_type: Text = ""

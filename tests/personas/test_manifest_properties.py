@@ -55,10 +55,18 @@ def persona(draw, slug: str, others: list[str]) -> dict:
     debater = kind == "debater"
     # builds, not fixed_dictionaries: key order matters to the byte-identical comparison.
     critique = st.builds(
-        lambda target, point, citation: {"target": target, "point": point, "citation": citation},
+        lambda target, point, citation, point_en, citation_en: {
+            "target": target,
+            "point": point,
+            "citation": citation,
+            "point_en": point_en,
+            "citation_en": citation_en,
+        },
         st.sampled_from(others or [""]),
         text(min_size=1),
         text(60, min_size=1),
+        text(),
+        text(60),
     )
     return {
         "slug": slug,
@@ -72,6 +80,7 @@ def persona(draw, slug: str, others: list[str]) -> dict:
         "description": draw(text()),
         "description_en": draw(text()),
         **{name: draw(text(80)) for name in Persona.TEXT_FIELDS},
+        **{name: draw(text(80)) for name in Persona.TEXT_FIELDS_EN},
         "veto_right": draw(st.booleans()) if debater else False,
         "preferred_model": draw(text(20)),
         "schema_type": draw(text(20)),
