@@ -499,8 +499,8 @@ def nobody_chosen(fmt: Format, topic: str, mode: str = ""):
     """What `fmt` would do with the question if nobody is chosen: its suggestion, and the refusal
     the submit would give (the suggestion's own, or `fmt.check`'s beside the personas), so the
     box and the submit agree."""
-    chosen = fmt.mode(mode) if mode else None
-    values = fmt.Options.from_dict({"mode": chosen.name} if chosen and "mode" in fmt.Options.names() else {})
+    chosen, modes = (fmt.mode(mode) if mode else None), _modes_option(fmt)
+    values = fmt.Options.from_dict({modes: chosen.name} if chosen and modes else {})
     if is_bundled(None):  # as the start form sizes it for the default model, the bundled one
         values = fmt.sized(values, topic)
     library = library_spec(fmt)
@@ -538,10 +538,15 @@ def switched(data):
     seats, every_option = ("personas", "human-", "invite-", "position-"), options.union()
     for key in [k for k in data if k.startswith(seats) or (k in every_option and k not in fmt.options())]:
         data.pop(key)
-    mode = next((n for n, opt in fmt.options().items() if opt.kind == "modes"), None)
+    mode = _modes_option(fmt)
     if mode and data.get(mode) and fmt.mode(str(data[mode])) is None:
         data.pop(mode)
     return data
+
+
+def _modes_option(fmt: Format) -> str | None:
+    """The name of the option that picks `fmt`'s mode, if it has modes (declared in its Options)."""
+    return next((name for name, opt in fmt.options().items() if opt.kind == "modes"), None)
 
 
 def effort_hints() -> dict[str, str]:
