@@ -141,20 +141,20 @@ class LibraryAdmin(admin.ModelAdmin):
 # --- personas ------------------------------------------------------------------------------------
 
 
-class CrossCritiqueInline(admin.TabularInline):
-    """The persona's outgoing entries: what it holds against others (A→B only; B→A is B's page)."""
+class CrossCritiqueInline(admin.StackedInline):
+    """The persona's outgoing entries: what it holds against others (A→B only; B→A is B's page).
+    Stacked, each language's point and citation on lines of their own: as a table's columns, both
+    languages made the page scroll sideways at 1280 px beside the admin's sidebar."""
 
     model = CrossCritique
     fk_name = "source"
-    fields = ("target", "point", "citation", "point_en", "citation_en", "order")
+    fields = (("target", "order"), "point", "point_en", "citation", "citation_en")
     autocomplete_fields = ("target",)
     extra = 0
     verbose_name = _("outgoing cross-critique entry")
     verbose_name_plural = _("outgoing cross-critique entries")
-    # Narrow enough for the page to fit 1280 px beside the admin's sidebar (no sideways scroll).
     formfield_overrides = {
-        CrossCritique._meta.get_field("point").__class__: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 36})},
-        CrossCritique._meta.get_field("citation").__class__: {"widget": forms.TextInput(attrs={"size": 14})},
+        CrossCritique._meta.get_field("point").__class__: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 60})},
     }
 
 
