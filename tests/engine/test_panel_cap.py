@@ -151,7 +151,10 @@ async def test_the_bundled_models_sizing_ends_after_r1_with_its_verdict_within_i
     assert run.outcome == "done", run.finished
     ledger = run.data["ledger"]
     assert ledger["cap"] == cap and ledger["counted_against_cap"] <= cap
-    assert sorted(k for k in ledger["turns"] if re.match(r"r1:", k)) == sorted(f"r1:{p.slug}" for p in library.pool)
+    # Every role's R1 speech (a form-breaking one may be sent back once where the cap has room).
+    assert sorted(k for k in ledger["turns"] if re.match(r"r1:[^:]+$", k)) == sorted(
+        f"r1:{p.slug}" for p in library.pool
+    )
     assert not [k for k in ledger["turns"] if re.match(r"r[234]:", k)]
     assert run.data["verdict"] == VERDICT
 
