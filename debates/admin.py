@@ -7,7 +7,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from debates import clients, provider_keys, provider_reach, provider_tools
+from debates import clients, default_model, provider_keys, provider_reach, provider_tools
 from debates.api import tokens
 from debates.models import ApiToken, Debate, Provider, Report, SearchProvider, Seat, Turn
 
@@ -66,10 +66,11 @@ class ProviderAdmin(admin.ModelAdmin):
         "model_count",
         "models_fetched_at",
         "approved",
+        "is_default",
     )
     list_filter = ("approved",)
     search_fields = ("name", "base_url", "default_model")
-    actions = ("test_connection", "fetch_models", "approve", "withdraw_approval")
+    actions = ("test_connection", "fetch_models", "approve", "withdraw_approval", "make_default", "drop_default")
     readonly_fields = ("offered_models", "models_fetched_at", "approved", "approved_by", "learnt", "stored_key")
     # What decides where requests (and the key) go: staff who are not superusers changing any of
     # these put the provider back in the queue for a superuser's approval.
@@ -194,6 +195,23 @@ class ProviderAdmin(admin.ModelAdmin):
             % {"count": count},
             messages.SUCCESS,
         )
+
+    @admin.action(description=_("Make it the default for new debates"), permissions=["change"])
+    def make_default(self, request, queryset):
+        """What "Use this model" on the Connect page does, from the list (exactly one row)."""
+        if queryset.count() != 1:
+            self.message_user(request, _("Choose exactly one provider to make the default."), messages.ERROR)
+            return
+        default_model.choose(queryset.get())
+        self.message_user(request, _("New debates run on %(running)s.") % {"running": default_model.running().label})
+
+    @admin.action(
+        description=_("Stop being the default (new debates use the environment's model)"), permissions=["change"]
+    )
+    def drop_default(self, request, queryset):
+        """The way back from "Use this model": new debates run on the environment's model again."""
+        queryset.filter(is_default=True).update(is_default=False)
+        self.message_user(request, _("New debates run on %(running)s.") % {"running": default_model.running().label})
 
     def has_approve_permission(self, request):
         return request.user.is_superuser

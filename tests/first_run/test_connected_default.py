@@ -163,3 +163,18 @@ def test_the_banners_name_the_connected_model(connected_server, superuser, alice
 def test_without_a_connected_model_the_banner_still_names_the_bundled_one(superuser, libraries):
     page = client_for(superuser).get("/").content.decode()
     assert "Qwen2.5-Coder 1.5B" in page and "a small demo" in page
+
+
+def test_the_owner_can_go_back_to_the_environments_model_and_choose_again(connected_server, superuser, libraries):
+    """The way back from "Use this model": the provider list's actions (it could only be moved to
+    another provider); the banner follows."""
+    owner = client_for(superuser)
+    provider = use_this_model(owner, connected_server.base_url)
+    changelist = "/admin/debates/provider/"
+    owner.post(changelist, {"action": "drop_default", "_selected_action": [provider.pk]})
+    provider.refresh_from_db()
+    assert not provider.is_default
+    assert "a small demo" in owner.get("/").content.decode()  # the bundled model runs again
+    owner.post(changelist, {"action": "make_default", "_selected_action": [provider.pk]})
+    provider.refresh_from_db()
+    assert provider.is_default and "fake-large" in owner.get("/").content.decode()
