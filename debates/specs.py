@@ -41,6 +41,7 @@ def persona_spec(p: Persona) -> PersonaSpec:
         # Each language's headings; a part missing in one language is the other's (the prompt says so).
         text=p.persona_text("zh"),
         text_en=p.persona_text("en"),
+        partly_other=tuple(lang for lang in ("zh", "en") if not p.has_text_in(lang)),
         veto_right=p.veto_right,
         schema_type=p.schema_type,
         density_score=p.density_score,

@@ -226,7 +226,7 @@ class Persona(models.Model):
         """The persona proper, in the five headed parts every format's prompt carries, in `lang`
         ("zh"/"en"): headings and text in that language. A part written in the other language
         only (a user's persona in one language) is sent as written, and the prompt builder says
-        so (`PersonaSpec.told`); see `has_text_in`."""
+        so (`has_text_in`, carried as `PersonaSpec.partly_other`)."""
         english = is_english(lang)
         parts = []
         for field in self.TEXT_FIELDS:

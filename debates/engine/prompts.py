@@ -10,14 +10,13 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from debates.engine.i18n import CJK, language_of, say
+from debates.engine.i18n import CJK, say
 from debates.engine.spec import PersonaSpec
 from debates.engine.text import restates
 from debates.providers.base import Message
 
 # Before a persona's text that its author wrote in the other language only (a user's own persona):
 # the model is told so, rather than taking the language switch for part of the persona.
-PART_HEADING = re.compile(r"^## .*$", re.MULTILINE)
 OTHER_LANGUAGE_NOTE = {
     "zh": "（以下人格描述只有英文版本，照原文给出；你仍然用中文作答。）",
     "en": "(This persona's description exists only in Chinese and is given as written; you still answer in English.)",
@@ -123,7 +122,7 @@ def system_prompt(persona: PersonaSpec, *, duty: str = "", lang: str = "zh") -> 
         lines.append(persona.described(lang))
     text = persona.told(lang).strip()
     if text:
-        if language_of(PART_HEADING.sub("", text)) != lang:  # the parts' own words, not our headings
+        if lang in persona.partly_other:
             lines.append(OTHER_LANGUAGE_NOTE[lang])
         lines.append(text)
     if duty:

@@ -32,6 +32,9 @@ class PersonaSpec:
     name_en: str = ""  # the English display name (the English debate's prompts and pages)
     description_en: str = ""
     text_en: str = ""  # the persona proper in English; empty: `text` serves both languages
+    # The debate languages in which some part of the text is the other language's (its author
+    # wrote it in one language only): the prompt says so (`prompts.system_prompt`).
+    partly_other: tuple[str, ...] = ()
 
     def told(self, lang: str) -> str:
         """The persona proper as a debate in `lang` sends it: its own language's text, else the
