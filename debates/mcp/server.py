@@ -74,6 +74,12 @@ async def _export(caller: Caller, args: tools.ExportOf, ctx):
     return await _sync(tools.export_debate)(caller, args.debate_id, args.format, args.part)
 
 
+def _over_http(ctx) -> bool:
+    """Is this call an HTTP request's (debates.mcp.http put its caller in the scope)?"""
+    request = getattr(ctx, "request", None)
+    return request is not None and SCOPE_KEY in getattr(request, "scope", {})
+
+
 async def _wait(caller: Caller, args: tools.WaitFor, ctx):
     """Follow the debate as the API's event stream does (`debates.api.stream.follow`: woken by
     the channel layer's frames, reading the database), sending a progress notification as each
@@ -84,7 +90,9 @@ async def _wait(caller: Caller, args: tools.WaitFor, ctx):
         None,
         language=caller.language,
         internals=access.shows_internals(caller.user),
-        still_allowed=lambda: _sync(tokens.is_live)(caller.token),
+        # Over HTTP the request's token is watched for every kind of request at once
+        # (debates/api/live_tokens.py); over stdio nothing else asks, so the wait does.
+        still_allowed=None if _over_http(ctx) else (lambda: _sync(tokens.is_live)(caller.token)),
     )
     speakers: dict[int, dict] = {}
     spoken = 0
@@ -191,9 +199,8 @@ def build(token: str | None = None) -> Server:
     request brings its own)."""
 
     async def caller_of(ctx) -> Caller:
-        request = ctx.request
-        if request is not None and SCOPE_KEY in request.scope:
-            return request.scope[SCOPE_KEY]
+        if _over_http(ctx):
+            return ctx.request.scope[SCOPE_KEY]
         caller = await _sync(tools.caller_for)(token or "")
         if caller is None:
             raise MCPError(types.INVALID_REQUEST, "This API token is not valid (any more): make a new one.")
