@@ -60,13 +60,13 @@ class ProviderAdmin(admin.ModelAdmin):
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = (
         "name",
+        "is_default",  # beside the name: the list is wider than a laptop's screen
         "base_url",
         "default_model",
         "api_key_env",
         "model_count",
         "models_fetched_at",
         "approved",
-        "is_default",
     )
     list_filter = ("approved",)
     search_fields = ("name", "base_url", "default_model")

@@ -122,7 +122,7 @@ class Persona(models.Model):
         # An L3 character distilled from a real person the user named (debates.characters).
         DISTILLED = "distilled", _("Distilled")
 
-    library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="personas")
+    library = models.ForeignKey(Library, on_delete=models.CASCADE, related_name="personas", verbose_name=_("library"))
     slug = models.CharField(_("slug"), max_length=80, unique=True, validators=[slug_validator])
     name = models.CharField(_("display name"), max_length=120)
     # The name an English debate and an English reader use; empty: `name` serves both.
@@ -261,13 +261,15 @@ class CrossCritique(models.Model):
     """What `source` holds against `target`. Directed: A→B and B→A are separate entries."""
 
     source = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="critiques_given")
-    target = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="critiques_received")
+    target = models.ForeignKey(
+        Persona, on_delete=models.CASCADE, related_name="critiques_received", verbose_name=_("target")
+    )
     point = models.TextField(_("point"))
     citation = models.CharField(_("source / citation"), max_length=300)
     # In English, for an English duel's ammunition; empty: the point and citation as written.
     point_en = models.TextField(_("point (English)"), blank=True)
     citation_en = models.CharField(_("source / citation (English)"), max_length=300, blank=True)
-    order = models.PositiveIntegerField(default=0)
+    order = models.PositiveIntegerField(_("order"), default=0)
 
     class Meta:
         verbose_name = _("cross-critique entry")
